@@ -10,13 +10,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from swift_dss.formats.errors import ClassError, ClassLimitError
 from swift_dss.formats.limits import DEFAULT_LIMITS, MAX_SECTORS, SECTOR, Limits
 
 
-@dataclass(frozen=True, order=True)
-class ClassRange:
+class ClassRange(NamedTuple):
     """``length`` sectors from sector ``offset`` carry class ``cls``."""
 
     offset: int
@@ -72,7 +72,7 @@ class ClassMap:
         check_class(default, limits)
         items: list[ClassRange] = []
         for item in ranges:
-            r = item if isinstance(item, ClassRange) else ClassRange(*item)
+            r = ClassRange(*item)
             if r.offset < 0 or r.length < 1:
                 raise ClassError(f"range {r.offset}-{r.length}-{r.cls}: empty or negative")
             if r.end > MAX_SECTORS + 1:

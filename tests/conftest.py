@@ -1,0 +1,37 @@
+"""Shared fixtures: a real all-in-one Swift cluster, started once per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def saio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """An all-in-one cluster with dss (proxy middleware, object server, dssio `record`).
+
+    Attributes: proxy_url, auth_url, user, key, account, account_url, s3_access_key,
+    s3_secret_key, record_log (the dssio record backend's log of (path, offset, length,
+    class) per I/O) and dir.
+    """
+    from swift_dss.deploy.saio import Saio, SaioConfig
+
+    base = Path(os.environ.get("DSS_TEST_DIR") or tmp_path_factory.mktemp("saio"))
+    record_log = base / "dssio-record.jsonl"
+    cfg = SaioConfig(
+        dir=base / "saio",
+        port=0,
+        dssio_backend="record",
+        object_options={"dssio_record_log": str(record_log)},
+        dss_options={"allowed_classes": "0,11-31", "reserved_classes": "1-10"},
+    )
+    cluster = Saio(cfg)
+    cluster.up()
+    cluster.record_log = record_log
+    try:
+        yield cluster
+    finally:
+        cluster.down()

@@ -1,0 +1,227 @@
+"""Class formats: round trips (hypothesis) and the rules of ARCHITECTURE.md sections 3-4."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from swift.common.header_key_dict import HeaderKeyDict
+
+from swift_dss.formats import (
+    SECTOR,
+    ClassError,
+    ClassLimitError,
+    ClassMap,
+    ClassRange,
+    Limits,
+    Version,
+    classmap_from_headers,
+    classmap_to_headers,
+    encode_blocks,
+    encode_classmap,
+    encode_object,
+    encode_ranges,
+    from_sysmeta,
+    parse_classfile,
+    to_sysmeta,
+)
+from swift_dss.formats.sysmeta import PIECE
+
+classes = st.integers(0, 255)
+
+
+@st.composite
+def classmaps(draw: st.DrawFn, max_ranges: int = 40) -> ClassMap:
+    n = draw(st.integers(0, max_ranges))
+    pos = draw(st.integers(0, 1000))
+    ranges = []
+    for _ in range(n):
+        pos += draw(st.integers(0, 2000))
+        length = draw(st.integers(1, 5000))
+        ranges.append((pos, length, draw(classes)))
+        pos += length
+    return ClassMap.build(draw(classes), draw(st.permutations(ranges)))
+
+
+def byte_classes(cmap: ClassMap, size: int) -> list[int]:
+    """Reference model: the class of every sector, computed the slow way."""
+    out = []
+    for sector in range(-(-size // SECTOR)):
+        cls = cmap.default
+        for r in cmap.ranges:
+            if r.offset <= sector < r.end:
+                cls = r.cls
+        out.append(cls)
+    return out
+
+
+@given(classmaps())
+def test_header_round_trip(cmap: ClassMap) -> None:
+    headers = classmap_to_headers(cmap)
+    back = classmap_from_headers(
+        headers.get("X-DSS-Object-Class"), headers.get("X-DSS-Range-Class")
+    )
+    assert back == cmap
+
+
+@given(classmaps(max_ranges=300))
+def test_sysmeta_round_trip(cmap: ClassMap) -> None:
+    meta = to_sysmeta(cmap)
+    assert all(len(v) <= PIECE for v in meta.values())
+    assert from_sysmeta(HeaderKeyDict(meta)) == cmap
+
+
+@given(classmaps(), st.sampled_from([1, 2, 3, 4]))
+def test_classfile_round_trip(cmap: ClassMap, cls_bytes: int) -> None:
+    cmap = cmap.with_default(0) if cmap.ranges else cmap
+    encoded = encode_classmap(cmap, cls_bytes)
+    cf, rest = parse_classfile(encoded + b"payload")
+    assert cf.classmap == cmap
+    assert rest == b"payload"
+    assert cf.size == len(encoded)
+    assert cf.cls_bytes == cls_bytes
+
+
+@given(st.lists(classes, min_size=1, max_size=200), st.integers(1, 64))
+def test_block_file_matches_blocks(blocks: list[int], blk: int) -> None:
+    cf, _ = parse_classfile(encode_blocks(blocks, blk))
+    assert cf.version is Version.BLOCK
+    size = len(blocks) * blk * SECTOR
+    expected = [c for c in blocks for _ in range(blk)]
+    assert byte_classes(cf.classmap, size) == expected
+
+
+@settings(max_examples=200)
+@given(classmaps(max_ranges=12), st.integers(0, 40000), st.integers(0, 40000))
+def test_segments_cover_exactly(cmap: ClassMap, offset: int, length: int) -> None:
+    pieces = list(cmap.segments(offset, length))
+    assert sum(p[1] for p in pieces) == length
+    pos = offset
+    for start, n, cls in pieces:
+        assert start == pos and n > 0
+        for b in range(start, start + n, 97):
+            assert cmap.class_at(b) == cls
+        assert cmap.class_at(start + n - 1) == cls
+        pos += n
+    for a, b in itertools.pairwise(pieces):
+        assert a[2] != b[2], "adjacent pieces of one class must be merged"
+
+
+def test_paper_range_example() -> None:
+    cmap = classmap_from_headers(None, "0-64-25,1024-32-26")
+    assert cmap.ranges == (ClassRange(0, 64, 25), ClassRange(1024, 32, 26))
+    assert cmap.class_at(0) == 25 and cmap.class_at(64 * SECTOR) == 0
+    assert cmap.class_at(1024 * SECTOR) == 26
+
+
+def test_canonical_form_sorts_and_merges() -> None:
+    cmap = classmap_from_headers("7", "10-5-3,0-10-3,20-1-4")
+    assert classmap_to_headers(cmap) == {
+        "X-DSS-Object-Class": "7",
+        "X-DSS-Range-Class": "0-15-3,20-1-4",
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "rng", "size", "message"),
+    [
+        ("256", None, None, "outside"),
+        ("-1", None, None, "not a decimal"),
+        ("0x19", None, None, "not a decimal"),
+        ("", None, None, "not a decimal"),
+        (None, "0-64", None, "offset-length-class"),
+        (None, "0-64-25,", None, "offset-length-class"),
+        (None, "a-1-2", None, "offset-length-class"),
+        (None, "0-0-25", None, "empty"),
+        (None, "0-10-25,5-10-26", None, "overlaps"),
+        (None, "0-10-300", None, "outside"),
+        (None, "4294967295-2-1", None, "beyond"),
+        (None, "0-3-25", 1024, "object has 2"),
+    ],
+)
+def test_bad_headers(obj: str | None, rng: str | None, size: int | None, message: str) -> None:
+    with pytest.raises(ClassError, match=message) as info:
+        classmap_from_headers(obj, rng, size=size)
+    assert info.value.http_status == 400
+
+
+def test_partial_last_sector_is_inside() -> None:
+    classmap_from_headers(None, "0-3-25", size=1025)
+
+
+def test_limits_give_413() -> None:
+    limits = Limits(max_ranges=4)
+    spec = ",".join(f"{i * 2}-1-{i % 2 + 1}" for i in range(5))
+    with pytest.raises(ClassLimitError) as info:
+        classmap_from_headers(None, spec, limits)
+    assert info.value.http_status == 413
+    with pytest.raises(ClassLimitError):
+        classmap_from_headers(None, "0-1-1", Limits(max_header_length=3))
+    big = encode_blocks([1, 2] * 5, 1)
+    with pytest.raises(ClassLimitError):
+        parse_classfile(big, limits)
+    with pytest.raises(ClassLimitError):
+        parse_classfile(encode_ranges([(0, 1, 1)] * 10), Limits(max_class_section=50))
+    # Limits narrower than the class space refuse classes above them.
+    with pytest.raises(ClassError, match="outside 0-31"):
+        classmap_from_headers("40", None, Limits(max_class=31))
+
+
+def _header(version: int, cls_bytes: int, rest: bytes) -> bytes:
+    return b"DS" + bytes([version, cls_bytes]) + rest
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "truncated"),
+        (b"DS\x00\x01", "truncated"),
+        (b"XX" + bytes(14) + b"\x01", "magic"),
+        (_header(3, 1, bytes(12)) + b"\x01", "VER_ID"),
+        (_header(0, 0, bytes(12)) + b"\x01", "CLS_BYTES"),
+        (_header(0, 5, bytes(12)) + b"\x01", "CLS_BYTES"),
+        (_header(0, 1, b"\x01" + bytes(11)) + b"\x01", "reserved"),
+        (_header(0, 1, bytes(12)), "truncated in class section"),
+        (_header(0, 2, bytes(12)) + struct.pack("<H", 300), "outside"),
+        (
+            _header(1, 1, struct.pack("<I", 2) + bytes(8)) + struct.pack("<IIB", 0, 8, 1),
+            "truncated",
+        ),
+        (_header(1, 1, struct.pack("<I", 1) + bytes(8)) + struct.pack("<IIB", 0, 0, 1), "empty"),
+        (
+            _header(1, 1, struct.pack("<I", 2) + bytes(8))
+            + struct.pack("<IIBIIB", 0, 8, 1, 4, 8, 2),
+            "overlaps",
+        ),
+        (_header(2, 1, struct.pack("<II", 1, 0) + bytes(4)) + b"\x01", "BLK_SECTORS"),
+        (_header(2, 1, struct.pack("<II", 1, 8) + b"\x00\x00\x00\x01") + b"\x01", "reserved"),
+    ],
+)
+def test_bad_class_files(data: bytes, message: str) -> None:
+    with pytest.raises(ClassError, match=message):
+        parse_classfile(data)
+
+
+def test_wide_class_values_within_the_space() -> None:
+    cf, rest = parse_classfile(encode_object(200, 4) + b"x")
+    assert (cf.classmap.default, cf.cls_bytes, cf.size, rest) == (200, 4, 20, b"x")
+    with pytest.raises(ClassError, match="outside"):
+        parse_classfile(encode_object(256, 2))
+    with pytest.raises(ClassError, match="range"):
+        parse_classfile(encode_ranges([(0, 1, 1)]) + b"data", size=0)
+
+
+@given(st.binary(max_size=300))
+def test_parser_never_fails_unexpectedly(data: bytes) -> None:
+    with contextlib.suppress(ClassError):
+        parse_classfile(data)
+
+
+@given(st.text(max_size=200))
+def test_header_parser_never_fails_unexpectedly(text: str) -> None:
+    with contextlib.suppress(ClassError):
+        classmap_from_headers(text, text)
