@@ -26,7 +26,8 @@ def saio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         port=0,
         dssio_backend="record",
         object_options={"dssio_record_log": str(record_log)},
-        dss_options={"allowed_classes": "0,11-31", "reserved_classes": "1-10"},
+        # A range limit below what fits in one header line, so that the limit itself is tested.
+        dss_options={"allowed_classes": "0,11-31", "reserved_classes": "1-10", "max_ranges": "256"},
     )
     cluster = Saio(cfg)
     cluster.up()

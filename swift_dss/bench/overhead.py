@@ -1,0 +1,129 @@
+"""The cost of dss: the same all-in-one cluster with and without it, measured side by side.
+
+Both clusters run at once (the baseline has the stock pipeline and object server; ours has
+the dss middleware and the dss object server on dssio's `none` backend), and the rounds
+alternate between them so that drift in the machine's load falls on both alike. Every
+request carries a class, which the baseline simply stores nowhere.
+"""
+
+from __future__ import annotations
+
+import http.client
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from swift_dss.bench.report import Figure
+from swift_dss.deploy.saio import Saio, SaioConfig
+
+KIB = 1024
+SIZES = {"4KiB": 4 * KIB, "4MiB": 4 * KIB * KIB}
+
+
+@dataclass
+class Target:
+    name: str
+    cluster: Saio
+    host: str
+    port: int
+    path: str
+    token: str
+
+    @classmethod
+    def connect(cls, name: str, cluster: Saio) -> Target:
+        url, token = cluster.get_token()
+        parts = urlsplit(url)
+        return cls(
+            name, cluster, parts.hostname or "127.0.0.1", parts.port or 80, parts.path, token
+        )
+
+    def conn(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=120)
+
+
+def _request(
+    conn: http.client.HTTPConnection, method: str, path: str, headers: dict, body: bytes | None
+) -> int:
+    conn.request(method, path, body=body, headers=headers)
+    resp = conn.getresponse()
+    n = 0
+    while chunk := resp.read(1 << 20):
+        n += len(chunk)
+    if resp.status >= 300:
+        raise RuntimeError(f"{method} {path}: HTTP {resp.status}")
+    return n
+
+
+def run_round(target: Target, op: str, size: int, count: int, data: bytes) -> float:
+    """Seconds for ``count`` sequential requests over one keep-alive connection."""
+    conn = target.conn()
+    headers = {"X-Auth-Token": target.token, "X-DSS-Object-Class": "25"}
+    try:
+        start = time.perf_counter()
+        for i in range(count):
+            path = f"{target.path}/bench/o{size}-{i}"
+            if op == "put":
+                _request(conn, "PUT", path, {**headers, "Content-Length": str(size)}, data)
+            else:
+                _request(conn, "GET", path, headers, None)
+        return time.perf_counter() - start
+    finally:
+        conn.close()
+
+
+def measure(
+    ours: Target,
+    baseline: Target,
+    rounds: int,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> list[Figure]:
+    figures = []
+    for label, size in SIZES.items():
+        count = 200 if size < 1 << 20 else 12
+        data = bytes(range(256)) * (size // 256)
+        for op in ("put", "get"):
+            times: dict[str, list[float]] = {"ours": [], "baseline": []}
+            for r in range(rounds):
+                # Alternate who goes first so neither always runs on a warmer machine.
+                order = (ours, baseline) if r % 2 == 0 else (baseline, ours)
+                for target in order:
+                    key = "ours" if target is ours else "baseline"
+                    times[key].append(run_round(target, op, size, count, data))
+                progress(f"{op} {label} round {r + 1}/{rounds}")
+            unit = "ops/s" if size < 1 << 20 else "MB/s"
+            scale = count if unit == "ops/s" else count * size / 1e6
+            figures.append(
+                Figure(
+                    f"{op.upper()} {label}",
+                    scale / statistics.median(times["ours"]),
+                    scale / statistics.median(times["baseline"]),
+                    unit,
+                )
+            )
+    return figures
+
+
+def run(out: Path, rounds: int = 7, progress: Callable[[str], None] = print) -> list[Figure]:
+    clusters = {
+        "ours": Saio(SaioConfig(dir=out / "with-dss", port=0, dss=True, dssio_backend="none")),
+        "baseline": Saio(SaioConfig(dir=out / "without-dss", port=0, dss=False)),
+    }
+    try:
+        for c in clusters.values():
+            c.up()
+        targets = {k: Target.connect(k, c) for k, c in clusters.items()}
+        for t in targets.values():
+            conn = t.conn()
+            _request(conn, "PUT", f"{t.path}/bench", {"X-Auth-Token": t.token}, b"")
+            conn.close()
+        # One warm-up round each fills caches and creates the objects the GETs read.
+        for t in targets.values():
+            for size in SIZES.values():
+                run_round(t, "put", size, 200 if size < 1 << 20 else 12, bytes(size))
+        return measure(targets["ours"], targets["baseline"], rounds, progress)
+    finally:
+        for c in clusters.values():
+            c.down()

@@ -1,0 +1,94 @@
+"""Classes through s3api with plain boto3: user-metadata form and raw headers."""
+
+from __future__ import annotations
+
+import uuid
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from .helpers import Swift, payload
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def s3(saio: object):
+    client = boto3.client(
+        "s3",
+        endpoint_url=saio.proxy_url,
+        aws_access_key_id=saio.s3_access_key,
+        aws_secret_access_key=saio.s3_secret_key,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"),
+    )
+    client.create_bucket(Bucket="s3plain")
+    return client
+
+
+@pytest.fixture(scope="module")
+def swift(saio: object) -> Swift:
+    return Swift.connect(saio)
+
+
+def test_metadata_form_classifies_and_reads_back(s3, swift: Swift) -> None:
+    key = f"pic-{uuid.uuid4().hex[:8]}.jpg"
+    data = payload(20_000)
+    s3.put_object(Bucket="s3plain", Key=key, Body=data, Metadata={"dss-range-class": "0-8-26"})
+    head = swift.request("HEAD", f"s3plain/{key}").headers
+    assert head["X-DSS-Object-Class"] == "0"
+    assert head["X-DSS-Range-Class"] == "0-8-26"
+    # The metadata form becomes the class; it does not linger as user metadata.
+    assert "X-Object-Meta-Dss-Range-Class" not in head
+    meta = s3.head_object(Bucket="s3plain", Key=key)["Metadata"]
+    assert meta == {"dss-object-class": "0", "dss-range-class": "0-8-26"}
+    assert s3.get_object(Bucket="s3plain", Key=key)["Body"].read() == data
+
+
+def test_raw_header_through_event_hook(s3, swift: Swift) -> None:
+    key = f"doc-{uuid.uuid4().hex[:8]}"
+
+    def add_class(request, **_kwargs) -> None:
+        request.headers["X-DSS-Object-Class"] = "27"
+
+    s3.meta.events.register("before-sign.s3.PutObject", add_class)
+    try:
+        s3.put_object(Bucket="s3plain", Key=key, Body=b"hello")
+    finally:
+        s3.meta.events.unregister("before-sign.s3.PutObject", add_class)
+    assert swift.request("HEAD", f"s3plain/{key}").headers["X-DSS-Object-Class"] == "27"
+
+
+def test_multipart_classifies_parts_and_final_object(s3, swift: Swift) -> None:
+    key = f"video-{uuid.uuid4().hex[:8]}.mp4"
+    part = payload(5 * 1024 * 1024)
+    upload = s3.create_multipart_upload(
+        Bucket="s3plain", Key=key, Metadata={"dss-object-class": "28"}
+    )
+    parts = []
+    for n in (1, 2):
+
+        def add_class(request, **_kwargs) -> None:
+            request.headers["X-DSS-Object-Class"] = "28"
+
+        s3.meta.events.register("before-sign.s3.UploadPart", add_class)
+        try:
+            etag = s3.upload_part(
+                Bucket="s3plain", Key=key, UploadId=upload["UploadId"], PartNumber=n, Body=part
+            )["ETag"]
+        finally:
+            s3.meta.events.unregister("before-sign.s3.UploadPart", add_class)
+        parts.append({"ETag": etag, "PartNumber": n})
+    s3.complete_multipart_upload(
+        Bucket="s3plain", Key=key, UploadId=upload["UploadId"], MultipartUpload={"Parts": parts}
+    )
+    assert swift.request("HEAD", f"s3plain/{key}").headers["X-DSS-Object-Class"] == "28"
+    segments = swift.request(
+        "GET", "s3plain+segments", params={"format": "json", "prefix": key}
+    ).json()
+    assert len(segments) == 2
+    for seg in segments:
+        head = swift.request("HEAD", f"s3plain+segments/{seg['name']}")
+        assert head.headers["X-DSS-Object-Class"] == "28", seg["name"]
+    assert s3.get_object(Bucket="s3plain", Key=key)["Body"].read() == part * 2
