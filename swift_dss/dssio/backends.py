@@ -1,0 +1,293 @@
+"""The ways a class can travel with an I/O to the storage below (ARCHITECTURE.md section 5).
+
+Every call carries exactly one class. Writes and reads behave like ``os.write``/``os.read``
+(one system call, possibly short); callers loop as they would around the os functions.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+
+from swift_dss.dssio.ioctls import RECLASSIFY, SET_CLASS
+from swift_dss.dssio.oslayer import OS, BytesLike, OsLayer
+
+#: Classes are one byte on every path to the device.
+MAX_CLASS = 255
+# Kernel reclassification rewrites stored bytes in pieces of this size.
+_REWRITE_CHUNK = 1 << 20
+
+
+class DssioError(RuntimeError):
+    """A class could not be handed to the storage below; the I/O was not done.
+
+    Deliberately not an OSError: Swift reacts to some OSErrors from data I/O (EIO quarantines
+    the object), and a refused class says nothing about the data's health.
+    """
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+def check_class(cls: int) -> int:
+    if not isinstance(cls, int) or isinstance(cls, bool) or not 0 <= cls <= MAX_CLASS:
+        raise ValueError(f"dssio class must be an integer 0-{MAX_CLASS}, got {cls!r}")
+    return cls
+
+
+class Backend:
+    """Plain I/O; subclasses add how the class reaches the device."""
+
+    name = "base"
+    #: Open mode :meth:`reclassify` needs on the file it is handed.
+    reclassify_mode = os.O_RDONLY
+
+    def __init__(self, osl: OsLayer | None = None) -> None:
+        self.os = osl or OS
+
+    def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
+        check_class(cls)
+        return self.os.write(fd, data)
+
+    def dread(self, fd: int, cls: int, size: int) -> bytes:
+        check_class(cls)
+        return self.os.read(fd, size)
+
+    def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
+        check_class(cls)
+        return self.os.pwrite(fd, data, offset)
+
+    def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
+        check_class(cls)
+        return self.os.pread(fd, size, offset)
+
+    def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
+        """Give stored bytes ``[offset, offset + length)`` class ``cls``; data is unchanged."""
+        check_class(cls)
+
+    def release(self, fd: int) -> None:
+        """Forget per-handle state; call before closing ``fd`` (fd numbers are reused)."""
+
+    def __repr__(self) -> str:
+        return f"<dssio {self.name}>"
+
+
+class NoneBackend(Backend):
+    """A plain filesystem: classes live only in Swift's metadata."""
+
+    name = "none"
+
+
+class TierBackend(Backend):
+    """A dss-tier mount: the class is a property of the open handle, set by ioctl."""
+
+    name = "tier"
+
+    def __init__(self, osl: OsLayer | None = None) -> None:
+        super().__init__(osl)
+        # The class each open handle carries, so that a stream of same-class I/Os costs one
+        # ioctl (a round trip to the daemon) instead of one per call.
+        self._handle_class: dict[int, int] = {}
+
+    def _ioctl(self, fd: int, spec_name: str, request: int, payload: bytes) -> None:
+        try:
+            self.os.ioctl(fd, request, payload)
+        except OSError as e:
+            raise DssioError(
+                f"dss-tier {spec_name} ioctl on {self.os.fd_path(fd)} failed: "
+                f"{os.strerror(e.errno) if e.errno else e} (is the file on a dss-tier mount?)",
+                e.errno,
+            ) from e
+
+    def set_class(self, fd: int, cls: int) -> None:
+        check_class(cls)
+        if self._handle_class.get(fd) == cls:
+            return
+        # Forget first: after a failure the handle's class is unknown.
+        self._handle_class.pop(fd, None)
+        payload = SET_CLASS.pack({"class": cls})
+        self._ioctl(fd, "SET_CLASS", SET_CLASS.request, payload)
+        self._handle_class[fd] = cls
+
+    def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
+        self.set_class(fd, cls)
+        return self.os.write(fd, data)
+
+    def dread(self, fd: int, cls: int, size: int) -> bytes:
+        self.set_class(fd, cls)
+        return self.os.read(fd, size)
+
+    def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
+        self.set_class(fd, cls)
+        return self.os.pwrite(fd, data, offset)
+
+    def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
+        self.set_class(fd, cls)
+        return self.os.pread(fd, size, offset)
+
+    def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
+        """``length`` 0 means to the end of the file, as in the ioctl contract."""
+        check_class(cls)
+        if offset < 0 or length < 0:
+            raise ValueError(f"reclassify range {offset}+{length} is negative")
+        payload = RECLASSIFY.pack({"offset": offset, "length": length, "class": cls})
+        self._ioctl(fd, "RECLASSIFY", RECLASSIFY.request, payload)
+
+    def release(self, fd: int) -> None:
+        self._handle_class.pop(fd, None)
+
+
+class KernelBackend(Backend):
+    """A DSS-patched kernel, as in the paper: on a file carrying O_CLASSIFY, the first
+    element of every readv/writev is the 1-byte class, not data.
+
+    Assumes the kernel counts only data bytes in the result, as the element is consumed
+    before the filesystem sees the I/O. The paper's kernel has no way to reclassify stored
+    bytes, so :meth:`reclassify` rewrites them (same bytes) through classified I/O.
+    """
+
+    name = "kernel"
+    reclassify_mode = os.O_RDWR
+
+    def __init__(self, o_classify: int, osl: OsLayer | None = None) -> None:
+        super().__init__(osl)
+        if not isinstance(o_classify, int) or o_classify <= 0:
+            raise ValueError(f"O_CLASSIFY must be a positive open flag, got {o_classify!r}")
+        self.o_classify = o_classify
+
+    def classify_handle(self, fd: int) -> None:
+        flags = self.os.fcntl(fd, fcntl.F_GETFL)
+        if flags & self.o_classify:
+            return
+        self.os.fcntl(fd, fcntl.F_SETFL, flags | self.o_classify)
+        # A stock kernel drops flags F_SETFL does not know; writing then would store the
+        # class byte as data, so refuse instead.
+        if not self.os.fcntl(fd, fcntl.F_GETFL) & self.o_classify:
+            raise DssioError(
+                f"the kernel did not keep O_CLASSIFY ({self.o_classify:#x}) on "
+                f"{self.os.fd_path(fd)}: not a DSS kernel, or a wrong dssio_kernel_o_classify"
+            )
+
+    def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
+        tag = bytes([check_class(cls)])
+        self.classify_handle(fd)
+        return self.os.writev(fd, [tag, data])
+
+    def dread(self, fd: int, cls: int, size: int) -> bytes:
+        tag = bytearray([check_class(cls)])
+        self.classify_handle(fd)
+        buf = bytearray(size)
+        n = self.os.readv(fd, [tag, buf])
+        return bytes(buf[:n])
+
+    def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
+        tag = bytes([check_class(cls)])
+        self.classify_handle(fd)
+        return self.os.pwritev(fd, [tag, data], offset)
+
+    def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
+        tag = bytearray([check_class(cls)])
+        self.classify_handle(fd)
+        buf = bytearray(size)
+        n = self.os.preadv(fd, [tag, buf], offset)
+        return bytes(buf[:n])
+
+    def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
+        check_class(cls)
+        end = offset + length
+        pos = offset
+        while pos < end:
+            data = self.pdread(fd, cls, min(_REWRITE_CHUNK, end - pos), pos)
+            if not data:
+                break
+            view = memoryview(data)
+            while view:
+                n = self.pdwrite(fd, cls, view, pos)
+                pos += n
+                view = view[n:]
+
+
+class RecordBackend(Backend):
+    """Plain I/O plus one JSON line per I/O in a log, for tests and demonstrations.
+
+    Each line is ``{"path", "op", "offset", "length", "class"}``, appended with a single
+    write on an O_APPEND file so lines from concurrent processes never interleave.
+    """
+
+    name = "record"
+
+    def __init__(self, log: str, osl: OsLayer | None = None) -> None:
+        super().__init__(osl)
+        if not log:
+            raise ValueError("the record backend needs a log path")
+        self.log = str(log)
+        self._log_fd: int | None = None
+        self._log_pid = 0
+        self._lock = threading.Lock()
+
+    def _log_handle(self) -> int:
+        # Reopen in a forked child so that each process owns its descriptor.
+        with self._lock:
+            if self._log_fd is None or self._log_pid != os.getpid():
+                self._log_fd = os.open(
+                    self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+                )
+                self._log_pid = os.getpid()
+            return self._log_fd
+
+    def _record(self, fd: int, op: str, offset: int, length: int, cls: int) -> None:
+        entry = {
+            "path": self.os.fd_path(fd),
+            "op": op,
+            "offset": offset,
+            "length": length,
+            "class": cls,
+        }
+        os.write(self._log_handle(), (json.dumps(entry) + "\n").encode())
+
+    def _position(self, fd: int) -> int:
+        return self.os.lseek(fd, 0, os.SEEK_CUR)
+
+    def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
+        check_class(cls)
+        offset = self._position(fd)
+        n = self.os.write(fd, data)
+        self._record(fd, "write", offset, n, cls)
+        return n
+
+    def dread(self, fd: int, cls: int, size: int) -> bytes:
+        check_class(cls)
+        offset = self._position(fd)
+        data = self.os.read(fd, size)
+        self._record(fd, "read", offset, len(data), cls)
+        return data
+
+    def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
+        check_class(cls)
+        n = self.os.pwrite(fd, data, offset)
+        self._record(fd, "write", offset, n, cls)
+        return n
+
+    def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
+        check_class(cls)
+        data = self.os.pread(fd, size, offset)
+        self._record(fd, "read", offset, len(data), cls)
+        return data
+
+    def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
+        check_class(cls)
+        self._record(fd, "reclassify", offset, length, cls)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._log_fd is not None and self._log_pid == os.getpid():
+                os.close(self._log_fd)
+            self._log_fd = None
+
+
+BACKENDS: dict[str, type[Backend]] = {
+    cls.name: cls for cls in (NoneBackend, TierBackend, KernelBackend, RecordBackend)
+}
