@@ -353,7 +353,7 @@ class DssMiddleware:
         if header_default is not None and not cmap.default:
             cmap = cmap.with_default(header_default.default)
         self._authorize(req, account, cmap)
-        resp = self.reclassify(req, cmap, keep_user_meta=False)
+        resp = self.reclassify(req, cmap)
         return resp(req.environ, start_response)
 
     # -- POST and reclassification ------------------------------------------------------
@@ -389,9 +389,11 @@ class DssMiddleware:
             cmap = self._header_classes(req, self._object_size(current))
             assert cmap is not None
             self._authorize(req, account, cmap)
-            resp = self.reclassify(req, cmap, keep_user_meta=True, current=current)
-            if not is_success(resp.status_int):
-                return resp(req.environ, start_response)
+            # Readers that send their classes with every GET must not pay for a POST each.
+            if self._stored_classes(current) != cmap:
+                resp = self.reclassify(req, cmap, current=current)
+                if not is_success(resp.status_int):
+                    return resp(req.environ, start_response)
             for header in (OBJECT_CLASS, RANGE_CLASS):
                 req.headers.pop(header, None)
         return _ClassedResponse(self.app, self.limits, self.logger).handle(
@@ -402,7 +404,6 @@ class DssMiddleware:
         self,
         req: Request,
         cmap: ClassMap,
-        keep_user_meta: bool,
         current: Response | None = None,
     ) -> Response:
         """Store ``cmap`` as the object's classes, changing nothing else about it."""

@@ -60,13 +60,15 @@ def _request(
 def run_round(target: Target, op: str, size: int, count: int, data: bytes) -> float:
     """Seconds for ``count`` sequential requests over one keep-alive connection."""
     conn = target.conn()
-    headers = {"X-Auth-Token": target.token, "X-DSS-Object-Class": "25"}
+    headers = {"X-Auth-Token": target.token}
+    # The objects are classified when written; a GET with class headers would reclassify.
+    put_headers = {**headers, "X-DSS-Object-Class": "25", "Content-Length": str(size)}
     try:
         start = time.perf_counter()
         for i in range(count):
             path = f"{target.path}/bench/o{size}-{i}"
             if op == "put":
-                _request(conn, "PUT", path, {**headers, "Content-Length": str(size)}, data)
+                _request(conn, "PUT", path, put_headers, data)
             else:
                 _request(conn, "GET", path, headers, None)
         return time.perf_counter() - start
