@@ -1,0 +1,372 @@
+"""A Swift client that sends and reads data classes (python-swiftclient underneath)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Literal, TypeVar
+
+import requests
+from swift_dss.client.classes import Classes, as_classmap, class_file, class_headers
+from swift_dss.client.classes import classes_from_headers as _classes_from_headers
+from swiftclient.client import Connection
+from swiftclient.exceptions import ClientException
+
+from swift_dss.formats import CLASS_FILE, OBJECT_FILE, ClassMap
+
+DEFAULT_AUTH_URL = "http://127.0.0.1:8080/auth/v1.0"
+DEFAULT_USER = "test:tester"
+DEFAULT_KEY = "testing"
+CHUNK = 64 * 1024
+
+UploadVia = Literal["headers", "object-file"]
+ReclassifyVia = Literal["post", "class-file", "get"]
+Source = str | os.PathLike[str] | BinaryIO | IO[bytes]
+T = TypeVar("T")
+
+
+class DssError(Exception):
+    """A request the client could not complete."""
+
+
+class DssRequestError(DssError):
+    """The server refused a request (4xx) or failed it (5xx)."""
+
+    def __init__(self, what: str, status: int, reason: str, detail: str = "") -> None:
+        self.what = what
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+        text = f"{what}: {status} {reason}".rstrip()
+        if detail and detail.lower() != reason.lower():
+            text += f": {detail}"
+        super().__init__(text)
+
+
+def _detail(body: bytes | str | None) -> str:
+    """The first line of an error body, without HTML markup."""
+    if not body:
+        return ""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    text = re.sub(r"<[^>]+>", " ", text)
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line:
+            return line[:300]
+    return ""
+
+
+class _UploadBody(io.RawIOBase):
+    """A class file (``prefix``, possibly empty) followed by the data of ``data``.
+
+    Read piece by piece, so the data is never held whole; the MD5 of the data part is
+    computed on the way for checking the ETag the server returns. Seekable when ``data`` is,
+    so that swiftclient can rewind it to retry.
+    """
+
+    def __init__(self, prefix: bytes, data: IO[bytes]) -> None:
+        self._prefix = prefix
+        self._data = data
+        self._pos = 0
+        try:
+            self._data_start: int | None = data.tell() if data.seekable() else None
+        except (AttributeError, OSError):
+            self._data_start = None
+        self._md5: Any = hashlib.md5(usedforsecurity=False)
+        self.data_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._data_start is not None
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        if self._data_start is None or whence != io.SEEK_SET or pos < 0:
+            raise io.UnsupportedOperation("only absolute seeks on a seekable source")
+        data_pos = max(0, pos - len(self._prefix))
+        self._data.seek(self._data_start + data_pos)
+        self._pos = pos
+        self.data_bytes = data_pos
+        # A digest is only meaningful over the data read from its start.
+        self._md5 = hashlib.md5(usedforsecurity=False) if data_pos == 0 else None
+        return pos
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return b"".join(iter(lambda: self.read(CHUNK), b""))
+        if self._pos < len(self._prefix):
+            chunk = self._prefix[self._pos : self._pos + size]
+        else:
+            chunk = self._data.read(size)
+            if self._md5 is not None:
+                self._md5.update(chunk)
+            self.data_bytes += len(chunk)
+        self._pos += len(chunk)
+        return chunk
+
+    def readinto(self, buf: Any) -> int:
+        chunk = self.read(len(buf))
+        buf[: len(chunk)] = chunk
+        return len(chunk)
+
+    @property
+    def data_md5(self) -> str | None:
+        return self._md5.hexdigest() if self._md5 is not None else None
+
+
+def _remaining_size(f: IO[bytes]) -> int | None:
+    """Bytes left in ``f`` from its position, when that can be known without reading."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):
+        st = None
+    try:
+        if st is not None:
+            # A pipe or socket has no length until it ends.
+            return max(0, st.st_size - f.tell()) if stat.S_ISREG(st.st_mode) else None
+        if f.seekable():
+            here = f.tell()
+            end = f.seek(0, io.SEEK_END)
+            f.seek(here)
+            return end - here
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
+
+@contextmanager
+def _open_source(source: Source) -> Iterator[IO[bytes]]:
+    if isinstance(source, str | os.PathLike):
+        with open(source, "rb") as f:
+            yield f
+    else:
+        yield source  # the caller's file: theirs to close
+
+
+class DssClient:
+    """Object storage operations with classes, over one swiftclient Connection.
+
+    Arguments left out come from ``ST_AUTH``, ``ST_USER`` and ``ST_KEY``, then default to the
+    all-in-one cluster's tempauth account.
+    """
+
+    def __init__(
+        self,
+        auth_url: str | None = None,
+        user: str | None = None,
+        key: str | None = None,
+        *,
+        auth_version: str = "1",
+        retries: int = 3,
+        timeout: float | None = 60.0,
+        connection: Connection | None = None,
+    ) -> None:
+        self.auth_url = auth_url or os.environ.get("ST_AUTH") or DEFAULT_AUTH_URL
+        self.user = user or os.environ.get("ST_USER") or DEFAULT_USER
+        key = key or os.environ.get("ST_KEY") or DEFAULT_KEY
+        self.conn = connection or Connection(
+            authurl=self.auth_url,
+            user=self.user,
+            key=key,
+            auth_version=auth_version,
+            retries=retries,
+            starting_backoff=0.5,
+            max_backoff=4,
+            timeout=timeout,
+        )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> DssClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _error(self, what: str, e: Exception) -> DssError:
+        if isinstance(e, ClientException):
+            if e.http_status is None:
+                return DssError(f"{what}: {e.msg}")
+            detail = _detail(e.http_response_content)
+            return DssRequestError(what, e.http_status, e.http_reason or "", detail)
+        return DssError(f"{what}: cannot reach {self.auth_url}: {e}")
+
+    def _call(self, what: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return func(*args, **kwargs)
+        except (ClientException, requests.exceptions.RequestException) as e:
+            raise self._error(what, e) from None
+
+    def ensure_container(self, container: str, headers: dict[str, str] | None = None) -> None:
+        """Create ``container`` unless it exists."""
+        try:
+            self.conn.head_container(container)
+            return
+        except ClientException as e:
+            if e.http_status != 404:
+                raise self._error(f"HEAD {container}", e) from None
+        except requests.exceptions.RequestException as e:
+            raise self._error(f"HEAD {container}", e) from None
+        self._call(f"PUT {container}", self.conn.put_container, container, headers=headers)
+
+    def upload(
+        self,
+        container: str,
+        name: str,
+        source: Source,
+        classes: Classes = None,
+        via: UploadVia = "headers",
+        headers: dict[str, str] | None = None,
+        *,
+        content_type: str | None = None,
+        cls_bytes: int = 1,
+    ) -> str:
+        """Store ``source`` (a path or a binary file object) as ``container/name``.
+
+        ``via="headers"`` sends the classes as X-DSS-* headers; ``via="object-file"`` sends
+        the body as a class file followed by the data (X-DSS-Object-File). The data is
+        streamed. Returns the ETag, checked against the MD5 of the data sent.
+        """
+        cmap = as_classmap(classes)
+        send = dict(headers or {})
+        what = f"PUT {container}/{name}"
+        with _open_source(source) as f:
+            size = _remaining_size(f)
+            if cmap is not None and size is not None:
+                cmap.check_size(size)
+            prefix = b""
+            if via == "headers":
+                if cmap is not None:
+                    send.update(class_headers(cmap))
+            elif via == "object-file":
+                if cmap is None:
+                    raise ValueError("an object file needs classes")
+                prefix, extra = class_file(cmap, cls_bytes)
+                send.update(extra)
+                send[OBJECT_FILE] = "True"
+            else:
+                raise ValueError(f"via must be 'headers' or 'object-file', not {via!r}")
+            body = _UploadBody(prefix, f)
+            etag = self._call(
+                what,
+                self.conn.put_object,
+                container,
+                name,
+                contents=body,
+                content_length=None if size is None else len(prefix) + size,
+                content_type=content_type,
+                headers=send,
+                chunk_size=CHUNK,
+            )
+        sent = body.data_md5
+        if etag and sent and etag.strip('"') != sent:
+            raise DssError(f"{what}: server ETag {etag} is not the MD5 {sent} of the data sent")
+        return etag
+
+    def download(
+        self,
+        container: str,
+        name: str,
+        dest: str | os.PathLike[str] | IO[bytes] | None,
+        classes: Classes = None,
+    ) -> ClassMap:
+        """Fetch ``container/name`` into ``dest`` and return the classes the server reports.
+
+        ``dest`` is a path (written whole or not at all), a binary file object, or None to
+        discard the data. ``classes`` reclassify the object on the way (out of band, GET).
+        """
+        cmap = as_classmap(classes)
+        send = class_headers(cmap) if cmap is not None else {}
+        what = f"GET {container}/{name}"
+        headers, chunks = self._call(
+            what, self.conn.get_object, container, name, resp_chunk_size=CHUNK, headers=send
+        )
+        md5 = hashlib.md5(usedforsecurity=False)
+        try:
+            if dest is None:
+                for chunk in chunks:
+                    md5.update(chunk)
+            elif isinstance(dest, str | os.PathLike):
+                self._write_atomically(Path(dest), chunks, md5)
+            else:
+                for chunk in chunks:
+                    md5.update(chunk)
+                    dest.write(chunk)
+        except requests.exceptions.RequestException as e:
+            raise DssError(f"{what}: transfer failed: {e}") from None
+        etag = headers.get("etag", "").strip('"')
+        whole = "x-object-manifest" not in headers and "x-static-large-object" not in headers
+        if whole and re.fullmatch(r"[0-9a-f]{32}", etag) and etag != md5.hexdigest():
+            raise DssError(f"{what}: data MD5 {md5.hexdigest()} is not the ETag {etag}")
+        return _classes_from_headers(headers)
+
+    @staticmethod
+    def _write_atomically(dest: Path, chunks: Iterator[bytes], md5: Any) -> None:
+        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=f".{dest.name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in chunks:
+                    md5.update(chunk)
+                    out.write(chunk)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def classes(self, container: str, name: str) -> ClassMap:
+        """The object's current classes (HEAD)."""
+        headers = self._call(f"HEAD {container}/{name}", self.conn.head_object, container, name)
+        return _classes_from_headers(headers)
+
+    def reclassify(
+        self,
+        container: str,
+        name: str,
+        classes: Classes,
+        via: ReclassifyVia = "post",
+        *,
+        cls_bytes: int = 1,
+    ) -> None:
+        """Change the classes of a stored object without touching its data.
+
+        ``via``: ``post`` (headers on a POST), ``class-file`` (a PUT of a class file with
+        X-DSS-Class-File) or ``get`` (headers on a GET whose body is discarded).
+        """
+        cmap = as_classmap(classes)
+        if cmap is None:
+            raise ValueError("reclassify needs classes")
+        if via == "post":
+            self._call(
+                f"POST {container}/{name}",
+                self.conn.post_object,
+                container,
+                name,
+                headers=class_headers(cmap),
+            )
+        elif via == "class-file":
+            body, extra = class_file(cmap, cls_bytes)
+            self._call(
+                f"PUT {container}/{name} (class file)",
+                self.conn.put_object,
+                container,
+                name,
+                contents=body,
+                content_length=len(body),
+                headers={CLASS_FILE: "True", **extra},
+            )
+        elif via == "get":
+            self.download(container, name, None, classes=cmap)
+        else:
+            raise ValueError(f"via must be 'post', 'class-file' or 'get', not {via!r}")

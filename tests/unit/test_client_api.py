@@ -1,0 +1,376 @@
+"""DssClient's wire behaviour, against a small local stand-in for a dss-enabled Swift proxy.
+
+The stand-in speaks tempauth v1 and the dss contract of ARCHITECTURE.md section 3 (headers,
+object files, class files, reclassification), parsing with swift_dss.formats, and records
+what each request looked like so the tests can check bodies, lengths and streaming.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from swift_dss.client.api import CHUNK, DssClient, DssError, DssRequestError
+
+from swift_dss.formats import (
+    ClassError,
+    ClassMap,
+    classmap_from_headers,
+    classmap_to_headers,
+    read_classfile,
+)
+
+PREFIX = "/v1/AUTH_test/"
+NOT_FOUND = b"<html><h1>Not Found</h1><p>The resource could not be found.</p></html>"
+
+
+@dataclass
+class Stored:
+    data: bytes
+    classes: ClassMap
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class State:
+    objects: dict[str, Stored] = field(default_factory=dict)
+    containers: set[str] = field(default_factory=set)
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if not size:
+                    self.rfile.readline()
+                    return bytes(out)
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if "Content-Length" not in (headers or {}):
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _handle(self) -> None:
+        state = self.server.state
+        body = self._body()
+        hdr = {k.lower(): v for k, v in self.headers.items()}
+        with state.lock:
+            state.requests.append(Request(self.command, self.path, hdr, body))
+        if self.path == "/auth/v1.0":
+            if hdr.get("x-auth-key") != "testing":
+                return self._send(401, b"<html><h1>Unauthorized</h1></html>")
+            url = f"http://127.0.0.1:{self.server.server_address[1]}{PREFIX.rstrip('/')}"
+            return self._send(200, headers={"X-Storage-Url": url, "X-Auth-Token": "tok"})
+        if hdr.get("x-auth-token") != "tok" or not self.path.startswith(PREFIX):
+            return self._send(401)
+        container, _, obj = self.path[len(PREFIX) :].partition("/")
+        if not obj:
+            if self.command == "PUT":
+                state.containers.add(container)
+                return self._send(201)
+            return self._send(204 if container in state.containers else 404)
+        try:
+            self._object(state, f"{container}/{obj}", hdr, body)
+        except ClassError as e:
+            self._send(e.http_status, str(e).encode())
+
+    def _object(self, state: State, key: str, hdr: dict[str, str], body: bytes) -> None:
+        given = classmap_from_headers(hdr.get("x-dss-object-class"), hdr.get("x-dss-range-class"))
+        if hdr.get("x-dss-object-file") == "True" or hdr.get("x-dss-class-file") == "True":
+            stream = io.BytesIO(body)
+            cf = read_classfile(stream.read)
+            ranges = cf.classmap.ranges
+            default = cf.classmap.default if given is None else given.default
+            given = ClassMap.build(default, ranges)
+            body = stream.read()
+        current = state.objects.get(key)
+        if self.command == "PUT" and hdr.get("x-dss-class-file") == "True":
+            if current is None:
+                return self._send(404)
+            current.classes = given or ClassMap()
+            return self._send(201)
+        if self.command == "PUT":
+            state.objects[key] = Stored(body, given or ClassMap())
+            return self._send(201, headers={"ETag": hashlib.md5(body).hexdigest()})
+        if current is None:
+            return self._send(
+                404, b"<html><h1>Not Found</h1><p>The resource could not be found.</p></html>"
+            )
+        if given is not None:
+            given.check_size(len(current.data))
+            current.classes = given
+        out = {
+            **classmap_to_headers(current.classes),
+            "ETag": hashlib.md5(current.data).hexdigest(),
+            "Content-Length": str(len(current.data)),
+        }
+        if self.command == "POST":
+            return self._send(202)
+        self._send(200, current.data, out)
+
+    do_GET = do_PUT = do_POST = do_HEAD = _handle
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = State()
+
+    @property
+    def auth_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/auth/v1.0"
+
+
+@pytest.fixture(scope="module")
+def _running() -> Iterator[_Server]:
+    srv = _Server()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture
+def server(_running: _Server) -> _Server:
+    _running.state = State()
+    return _running
+
+
+@pytest.fixture
+def client(server: _Server) -> Iterator[DssClient]:
+    with DssClient(server.auth_url, "test:tester", "testing", retries=0) as c:
+        c.ensure_container("c")
+        yield c
+
+
+def _puts(server: _Server) -> list[Request]:
+    return [r for r in server.state.requests if r.method == "PUT" and r.path.count("/") > 3]
+
+
+def test_headers_upload_round_trip(client: DssClient, server: _Server, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    data = os.urandom(5000)
+    src.write_bytes(data)
+    cmap = ClassMap.build(25, [(0, 2, 26)])
+    etag = client.upload("c", "o", src, cmap)
+    assert etag == hashlib.md5(data).hexdigest()
+    (put,) = _puts(server)
+    assert put.headers["x-dss-object-class"] == "25"
+    assert put.headers["x-dss-range-class"] == "0-2-26"
+    assert put.headers["content-length"] == str(len(data))
+    dest = tmp_path / "dest"
+    assert client.download("c", "o", dest) == cmap
+    assert dest.read_bytes() == data
+    assert client.classes("c", "o") == cmap
+    assert not list(tmp_path.glob(".dest.*"))
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [ClassMap(27), ClassMap.build(0, [(0, 1, 25), (4, 4, 26)]), ClassMap.build(28, [(1, 1, 29)])],
+)
+def test_object_file_upload(
+    client: DssClient, server: _Server, tmp_path: Path, classes: ClassMap
+) -> None:
+    data = os.urandom(7 * 512 + 100)
+    etag = client.upload("c", "o", io.BytesIO(data), classes, via="object-file")
+    assert etag == hashlib.md5(data).hexdigest()
+    (put,) = _puts(server)
+    assert put.headers["x-dss-object-file"] == "True"
+    cf = read_classfile(io.BytesIO(put.body).read)
+    assert put.body[cf.size :] == data
+    assert put.headers["content-length"] == str(cf.size + len(data))
+    assert client.classes("c", "o") == classes
+    # Only a map with both ranges and a default needs the header beside the file.
+    assert ("x-dss-object-class" in put.headers) == bool(classes.ranges and classes.default)
+
+
+class _Recording(io.RawIOBase):
+    """A source that is not a file on disk and records the reads made of it."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+        self.reads: list[int] = []
+        self.md5 = hashlib.md5()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        self.reads.append(n)
+        chunk = os.urandom(min(self.left, n if n >= 0 else self.left))
+        self.left -= len(chunk)
+        self.md5.update(chunk)
+        return chunk
+
+
+def test_unknown_length_streams_chunked(client: DssClient, server: _Server) -> None:
+    src = _Recording(10 * CHUNK + 7)
+    etag = client.upload("c", "big", src, 26, via="object-file")
+    assert etag == src.md5.hexdigest()
+    assert max(src.reads) <= CHUNK
+    (put,) = _puts(server)
+    assert put.headers.get("transfer-encoding") == "chunked"
+    assert server.state.objects["c/big"].classes == ClassMap(26)
+
+
+def test_reads_are_bounded_for_files(client: DssClient, tmp_path: Path) -> None:
+    src = tmp_path / "f"
+    src.write_bytes(os.urandom(4 * CHUNK))
+    reads: list[int] = []
+    with open(src, "rb") as f:
+        real = f.read
+
+        def read(n: int = -1) -> bytes:
+            reads.append(n)
+            return real(n)
+
+        f.read = read  # type: ignore[method-assign]
+        client.upload("c", "f", f, 25, via="object-file")
+    assert reads and all(0 <= n <= CHUNK for n in reads)
+
+
+@pytest.mark.parametrize("via", ["post", "class-file", "get"])
+def test_reclassify_routes(client: DssClient, server: _Server, via: str) -> None:
+    data = os.urandom(4096)
+    client.upload("c", "o", io.BytesIO(data), 25)
+    new = ClassMap.build(27, [(0, 4, 28)])
+    client.reclassify("c", "o", new, via=via)  # type: ignore[arg-type]
+    assert client.classes("c", "o") == new
+    assert server.state.objects["c/o"].data == data
+    last = server.state.requests[-2]  # the reclassification, before the HEAD
+    expected = {"post": "POST", "class-file": "PUT", "get": "GET"}[via]
+    assert last.method == expected
+    if via == "class-file":
+        assert last.headers["x-dss-class-file"] == "True"
+
+
+def test_download_to_file_object_and_discard(client: DssClient) -> None:
+    data = os.urandom(70_000)
+    client.upload("c", "o", io.BytesIO(data), 30)
+    out = io.BytesIO()
+    assert client.download("c", "o", out) == ClassMap(30)
+    assert out.getvalue() == data
+    assert client.download("c", "o", None) == ClassMap(30)
+
+
+def test_server_reason_in_errors(client: DssClient, tmp_path: Path) -> None:
+    client.upload("c", "o", io.BytesIO(b"x" * 512), 25)
+    with pytest.raises(DssRequestError) as err:
+        client.reclassify("c", "o", ClassMap.build(0, [(0, 8, 26)]))
+    assert err.value.status == 400
+    assert "ends at sector 8" in str(err.value)
+    with pytest.raises(DssRequestError) as err:
+        client.download("c", "missing", None)
+    assert err.value.status == 404
+    assert "could not be found" in str(err.value)
+    assert "<" not in str(err.value)
+    with pytest.raises(DssRequestError) as err:
+        client.reclassify("c", "missing", 25, via="class-file")
+    assert err.value.status == 404
+
+
+def test_client_side_checks(client: DssClient) -> None:
+    with pytest.raises(ClassError, match="ends at sector"):
+        client.upload("c", "o", io.BytesIO(b"x"), ClassMap.build(0, [(0, 2, 25)]))
+    with pytest.raises(ValueError, match="needs classes"):
+        client.upload("c", "o", io.BytesIO(b"x"), None, via="object-file")
+    with pytest.raises(ValueError):
+        client.upload("c", "o", io.BytesIO(b"x"), 300)
+    with pytest.raises(TypeError):
+        client.upload("c", "o", io.BytesIO(b"x"), "25")  # type: ignore[arg-type]
+
+
+def test_bad_credentials(server: _Server) -> None:
+    with (
+        DssClient(server.auth_url, "test:tester", "wrong", retries=0) as c,
+        pytest.raises(DssRequestError, match="401"),
+    ):
+        c.classes("c", "o")
+
+
+def test_unreachable() -> None:
+    with (
+        DssClient("http://127.0.0.1:9/auth/v1.0", retries=0) as c,
+        pytest.raises(DssError, match=r"cannot reach|refused"),
+    ):
+        c.classes("c", "o")
+
+
+def test_environment_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ST_AUTH", "http://example.invalid/auth/v1.0")
+    monkeypatch.setenv("ST_USER", "a:b")
+    c = DssClient()
+    assert (c.auth_url, c.user) == ("http://example.invalid/auth/v1.0", "a:b")
+    monkeypatch.delenv("ST_AUTH")
+    assert DssClient().auth_url == "http://127.0.0.1:8080/auth/v1.0"
+
+
+def test_cli_against_stand_in(server: _Server, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.cli import main
+
+    auth = ["--auth-url", server.auth_url]
+    src = tmp_path / "movie.mkv"
+    data = os.urandom(2000)
+    src.write_bytes(data)
+    runner = CliRunner()
+    r = runner.invoke(main, ["upload", *auth, "c", str(src), "--auto", "--name", "m.mkv"])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == [
+        f"c/m.mkv: X-DSS-Object-Class: 28 (etag {hashlib.md5(data).hexdigest()})",
+        "  auto: video (extension .mkv) -> USER4 (28)",
+    ]
+    r = runner.invoke(main, ["download", *auth, "c", "m.mkv", "-o", "-"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout_bytes == data
+    assert r.stderr.strip() == "X-DSS-Object-Class: 28"
+    r = runner.invoke(main, ["reclassify", *auth, "c", "m.mkv", "--range-class", "0-1-30"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["classes", *auth, "--json", "c", "m.mkv"])
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == (
+        '{"object_class": 0, "range_class": "0-1-30",'
+        ' "ranges": [{"offset": 0, "length": 1, "class": 30}]}'
+    )
+    r = runner.invoke(main, ["classes", *auth, "c", "missing"])
+    assert r.exit_code == 1
+    assert r.output.strip() == "Error: HEAD c/missing: 404 Not Found"
