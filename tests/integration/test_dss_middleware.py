@@ -398,3 +398,13 @@ def test_info_advertises_dss(saio: object) -> None:
     assert info["dss"]["formats"] == ["object", "range", "block"]
     assert info["dss"]["reserved_classes"] == "1-10"
     assert info["dss"]["settable_classes"] == "0,11-31"
+
+
+def test_get_with_the_stored_classes_does_not_reclassify(swift: Swift, saio: object) -> None:
+    name = new_name()
+    swift.request("PUT", f"c1/{name}", data=payload(3000), headers={"X-DSS-Range-Class": "0-2-26"})
+    with recorded(saio.record_log) as io:
+        resp = swift.request("GET", f"c1/{name}", headers={"X-DSS-Range-Class": "0-2-26"})
+    assert resp.status_code == 200
+    assert [e for e in io if e.op == "reclassify"] == []
+    assert resp.headers["X-DSS-Range-Class"] == "0-2-26"
