@@ -32,7 +32,7 @@ def _run(name: str, out: Path, rounds: int) -> None:
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("run/bench"), show_default=True
 )
-@click.option("--rounds", type=click.IntRange(1, 100), default=7, show_default=True)
+@click.option("--rounds", type=click.IntRange(1, 500), default=25, show_default=True)
 def bench(name: str, out: Path, rounds: int) -> None:
     names = list(BENCHES) if name == "all" else [name]
     for n in names:

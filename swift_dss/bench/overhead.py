@@ -23,6 +23,12 @@ KIB = 1024
 SIZES = {"4KiB": 4 * KIB, "4MiB": 4 * KIB * KIB}
 
 
+def batch(size: int) -> int:
+    """Requests per round: small rounds, many of them, alternate the clusters finely enough
+    that a burst of load elsewhere on the machine falls on both."""
+    return 40 if size < 1 << 20 else 4
+
+
 @dataclass
 class Target:
     name: str
@@ -84,7 +90,7 @@ def measure(
 ) -> list[Figure]:
     figures = []
     for label, size in SIZES.items():
-        count = 200 if size < 1 << 20 else 12
+        count = batch(size)
         data = bytes(range(256)) * (size // 256)
         for op in ("put", "get"):
             times: dict[str, list[float]] = {"ours": [], "baseline": []}
@@ -94,7 +100,8 @@ def measure(
                 for target in order:
                     key = "ours" if target is ours else "baseline"
                     times[key].append(run_round(target, op, size, count, data))
-                progress(f"{op} {label} round {r + 1}/{rounds}")
+                if (r + 1) % 5 == 0 or r + 1 == rounds:
+                    progress(f"{op} {label}: round {r + 1}/{rounds}")
             unit = "ops/s" if size < 1 << 20 else "MB/s"
             scale = count if unit == "ops/s" else count * size / 1e6
             figures.append(
@@ -108,7 +115,7 @@ def measure(
     return figures
 
 
-def run(out: Path, rounds: int = 7, progress: Callable[[str], None] = print) -> list[Figure]:
+def run(out: Path, rounds: int = 25, progress: Callable[[str], None] = print) -> list[Figure]:
     clusters = {
         "ours": Saio(SaioConfig(dir=out / "with-dss", port=0, dss=True, dssio_backend="none")),
         "baseline": Saio(SaioConfig(dir=out / "without-dss", port=0, dss=False)),
@@ -124,7 +131,7 @@ def run(out: Path, rounds: int = 7, progress: Callable[[str], None] = print) -> 
         # One warm-up round each fills caches and creates the objects the GETs read.
         for t in targets.values():
             for size in SIZES.values():
-                run_round(t, "put", size, 200 if size < 1 << 20 else 12, bytes(size))
+                run_round(t, "put", size, batch(size), bytes(size))
         return measure(targets["ours"], targets["baseline"], rounds, progress)
     finally:
         for c in clusters.values():

@@ -1,0 +1,30 @@
+"""`dss bench overhead` runs end to end and writes figures that add up (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from swift_dss.cli import main
+
+pytestmark = pytest.mark.integration
+
+
+def test_overhead_bench_writes_its_figures(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["bench", "overhead", "--rounds", "1", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    figures = json.loads((tmp_path / "bench.json").read_text())
+    assert [f["name"] for f in figures] == ["PUT 4KiB", "GET 4KiB", "PUT 4MiB", "GET 4MiB"]
+    for f in figures:
+        assert set(f) == {"name", "ours", "baseline", "ratio", "unit"}
+        assert f["ours"] > 0 and f["baseline"] > 0
+        assert f["ratio"] == pytest.approx(f["ours"] / f["baseline"], rel=1e-3)
+    assert (tmp_path / "bench.png").stat().st_size > 0
+    # Both clusters are gone afterwards: nothing of theirs is still mounted.
+    mounts = Path("/proc/self/mounts").read_text().split("\n")
+    assert not [m for m in mounts if str(tmp_path) in m]
