@@ -21,6 +21,7 @@ COMMANDS = {
     "classes": "swift_dss.client.cli:classes",
     "classfile": "swift_dss.client.cli:classfile",
     "bench": "swift_dss.bench.cli:bench",
+    "loadgen": "swift_dss.loadgen.cli:loadgen",
 }
 
 

@@ -1,30 +1,53 @@
-"""``dss bench NAME --out DIR``: one benchmark, written to DIR/bench.json (and bench.png)."""
+"""``dss bench NAME --out DIR``: one benchmark, written to DIR/bench.json (and bench.png).
+
+Each benchmark is a function ``run(out, rounds, progress) -> list[Figure]`` in the module
+that owns what it measures; it is imported only when asked for.
+"""
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from swift_dss.bench.report import print_table, write_report
 
-#: name -> (title, minimum acceptable ratio)
-BENCHES = {"overhead": ("dss overhead: with dss / without (higher is better)", 0.97)}
+
+@dataclass(frozen=True)
+class Bench:
+    target: str  # "module:function"
+    title: str
+    goal: float  # the ratio ours/baseline aimed for
+    rounds: int  # default rounds
 
 
-def _run(name: str, out: Path, rounds: int) -> None:
+BENCHES = {
+    "overhead": Bench(
+        "swift_dss.bench.overhead:run",
+        "dss overhead: with dss / without (higher is better)",
+        0.97,
+        25,
+    ),
+    "loadgen": Bench(
+        "swift_dss.loadgen.bench:run", "requests per client CPU-second: ours / other", 3.0, 3
+    ),
+}
+
+
+def _run(name: str, out: Path, rounds: int | None) -> None:
     from rich.console import Console
 
     console = Console(stderr=True)
-    title, target = BENCHES[name]
-    if name == "overhead":
-        from swift_dss.bench import overhead
-
-        figures = overhead.run(out, rounds, progress=lambda m: console.log(m))
-    path = write_report(out, title, figures, target)
+    bench = BENCHES[name]
+    module, func = bench.target.split(":")
+    run = getattr(importlib.import_module(module), func)
+    figures = run(out, rounds or bench.rounds, progress=lambda m: console.log(m))
+    path = write_report(out, bench.title, figures, bench.goal)
     print_table(figures)
     worst = min(f.ratio for f in figures)
-    click.echo(f"{name}: worst ratio {worst:.3f} (target {target}); results in {path}")
+    click.echo(f"{name}: worst ratio {worst:.3f} (goal {bench.goal}); results in {path}")
 
 
 @click.command(help="Run a benchmark (or `all`) and write DIR/bench.json.")
@@ -32,8 +55,8 @@ def _run(name: str, out: Path, rounds: int) -> None:
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("run/bench"), show_default=True
 )
-@click.option("--rounds", type=click.IntRange(1, 500), default=25, show_default=True)
-def bench(name: str, out: Path, rounds: int) -> None:
+@click.option("--rounds", type=click.IntRange(1, 500), default=None, help="Default: per bench.")
+def bench(name: str, out: Path, rounds: int | None) -> None:
     names = list(BENCHES) if name == "all" else [name]
     for n in names:
         _run(n, out / n if name == "all" else out, rounds)
