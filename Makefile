@@ -4,13 +4,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP_APT := $(VENV)/.apt-stamp
 STAMP_PY := $(VENV)/.py-stamp
+CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
+TIER_BIN := tier/target/release/dss-tier
 APT_PACKAGES := memcached fuse3 libfuse3-dev pkg-config rsync sqlite3 curl \
 	libcurl4-openssl-dev libssl-dev
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: setup run test lint unit integration bench clean
+.PHONY: setup tier run test lint unit integration tier-test bench clean
 
-setup: $(STAMP_APT) $(STAMP_PY)
+setup: $(STAMP_APT) $(STAMP_PY) tier
+
+# cargo decides what is stale; the link puts dss-tier beside the Python tools.
+tier: $(STAMP_APT) $(STAMP_PY)
+	$(CARGO) build --quiet --release --manifest-path tier/Cargo.toml
+	@ln -sf $(CURDIR)/$(TIER_BIN) $(VENV)/bin/dss-tier
 
 $(STAMP_APT):
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -33,6 +40,11 @@ run: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(CARGO) fmt --manifest-path tier/Cargo.toml --check
+	$(CARGO) clippy --quiet --release --manifest-path tier/Cargo.toml --all-targets -- -D warnings
+
+tier-test: setup
+	$(CARGO) test --release --manifest-path tier/Cargo.toml
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit
@@ -40,7 +52,7 @@ unit: setup
 integration: setup
 	$(VENV)/bin/pytest -q tests/integration
 
-test: setup lint
+test: setup lint tier-test
 	$(VENV)/bin/pytest -q -ra tests
 
 bench: setup

@@ -1,0 +1,864 @@
+//! The write-back cache of the DSS paper (section 4.4), as pure bookkeeping.
+//!
+//! The SSD is cut into fixed allocation units ("entries", addressed by slot number). Free
+//! entries, including clean ones that still hold valid data, sit on one free list in LRU
+//! order: allocation takes the head, use moves an entry to the tail. Dirty entries sit on a
+//! dirty list per priority level, also LRU. The syncer cleans when the free list falls
+//! below the low watermark, lowest priority first, until the high watermark is reached;
+//! while it is active, classes at or past the cut-off priority bypass the cache.
+//!
+//! Classes that share a priority share a dirty list, so a policy where every class has the
+//! same priority is plain LRU: that is how `lru` mode differs from `dss` by values only.
+//!
+//! Nothing here does I/O. Operations that need I/O to finish (read fills, write-backs)
+//! are two-phase: the engine hands out the slot and a version, the caller does the I/O and
+//! reports back, and the version tells whether the block changed meanwhile.
+
+use crate::policy::{CLASSES, ClassPolicy, Placement, Resolved};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+const NIL: u32 = u32::MAX;
+const NO_LIST: u16 = u16::MAX;
+const FREE_LIST: u16 = CLASSES as u16;
+
+/// A logical block: a file and a block index inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct BlockKey {
+    pub file: u64,
+    pub index: u64,
+}
+
+impl Hash for BlockKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(self.file ^ self.index.rotate_left(29));
+    }
+}
+
+/// Multiplicative hash: the block map is the hot path and SipHash costs more than the
+/// rest of a decision.
+#[derive(Default)]
+pub struct BlockHasher(u64);
+
+impl Hasher for BlockHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let x = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 32);
+    }
+}
+
+type BlockMap = HashMap<BlockKey, u32, BuildHasherDefault<BlockHasher>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Holds nothing.
+    Empty,
+    /// Holds the same data as the HDD; reusable.
+    Clean,
+    /// Holds the only current copy; waits for the syncer.
+    Dirty,
+    /// Holds the only current copy and stays on the SSD (SSD placement).
+    Pinned,
+    /// Being filled from the HDD after a read miss; not yet servable.
+    Filling,
+    /// Being written back by the syncer.
+    Cleaning,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    prev: u32,
+    next: u32,
+    list: u16,
+    state: State,
+    class: u8,
+    /// A Filling or Cleaning entry whose block was dropped meanwhile: it keeps its slot
+    /// until the I/O in flight reports back, then becomes Empty.
+    cancelled: bool,
+    version: u32,
+    key: BlockKey,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+/// Cache geometry: entry count and watermarks in free entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub entries: u32,
+    pub low: u32,
+    pub high: u32,
+}
+
+impl Config {
+    pub fn from_fractions(entries: u32, low: f64, high: f64) -> Config {
+        let e = f64::from(entries);
+        let mut lo = (e * low).ceil() as u32;
+        let mut hi = (e * high).ceil() as u32;
+        lo = lo.clamp(1.min(entries), entries);
+        hi = hi.clamp(lo, entries);
+        if hi == lo && hi < entries {
+            hi += 1;
+        }
+        Config {
+            entries,
+            low: lo,
+            high: hi,
+        }
+    }
+}
+
+/// Per-class counters. Block counts are in allocation units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassCounters {
+    pub clean_blocks: u64,
+    /// Dirty, pinned and being-cleaned blocks: every block whose only copy is the SSD's.
+    pub dirty_blocks: u64,
+    pub hits: u64,
+    pub misses: u64,
+    /// Bytes of writes and read fills that the placement would have cached but went to
+    /// the HDD (selective allocation or a full cache).
+    pub bypassed_bytes: u64,
+    /// Clean blocks whose data was dropped to make room.
+    pub evicted_blocks: u64,
+    /// Blocks the syncer wrote back to the HDD.
+    pub written_back_blocks: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Write the block into SSD slot `slot`. `hit`: the slot already held this block (a
+    /// partial write needs no read from the HDD first).
+    Ssd { slot: u32, hit: bool },
+    /// Write the block to the HDD. Any clean cached copy has been dropped.
+    Hdd { bypassed: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// Serve from SSD slot `slot`.
+    Hit { slot: u32 },
+    /// Serve from the HDD.
+    Miss,
+    /// Serve from the HDD, copy the block into `slot`, then call `fill_done`.
+    MissFill { slot: u32, version: u32 },
+}
+
+/// A dirty block handed to the syncer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Victim {
+    pub slot: u32,
+    pub key: BlockKey,
+    pub version: u32,
+    pub class: u8,
+}
+
+/// One cached block, for dumps and journal checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resident {
+    pub slot: u32,
+    pub key: BlockKey,
+    pub class: u8,
+    pub state: State,
+}
+
+pub struct Cache {
+    cfg: Config,
+    table: [ClassPolicy; CLASSES],
+    bypass_from: u16,
+    read_allocate: bool,
+    block_size: u32,
+    entries: Vec<Entry>,
+    /// Dirty lists indexed by priority, then the free list.
+    lists: Vec<List>,
+    /// Bit p set when the dirty list of priority p is not empty.
+    nonempty: [u64; 4],
+    map: BlockMap,
+    stats: Vec<ClassCounters>,
+    /// Entries in Filling or Cleaning state (cancelled or not).
+    in_flight: u32,
+    pinned: u32,
+    syncer_active: bool,
+}
+
+impl Cache {
+    pub fn new(policy: &Resolved, cfg: Config) -> Cache {
+        let n = cfg.entries;
+        let mut entries = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            entries.push(Entry {
+                prev: if i == 0 { NIL } else { i - 1 },
+                next: if i + 1 == n { NIL } else { i + 1 },
+                list: FREE_LIST,
+                state: State::Empty,
+                class: 0,
+                cancelled: false,
+                version: 0,
+                key: BlockKey::default(),
+            });
+        }
+        let mut lists = vec![
+            List {
+                head: NIL,
+                tail: NIL,
+                len: 0
+            };
+            CLASSES + 1
+        ];
+        if n > 0 {
+            lists[FREE_LIST as usize] = List {
+                head: 0,
+                tail: n - 1,
+                len: n,
+            };
+        }
+        let mut map = BlockMap::default();
+        map.reserve(n as usize);
+        let mut c = Cache {
+            cfg,
+            table: policy.classes,
+            bypass_from: policy.bypass_priority.map_or(u16::MAX, u16::from),
+            read_allocate: policy.read_allocate,
+            block_size: policy.block_size,
+            entries,
+            lists,
+            nonempty: [0; 4],
+            map,
+            stats: vec![ClassCounters::default(); CLASSES],
+            in_flight: 0,
+            pinned: 0,
+            syncer_active: false,
+        };
+        c.update_pressure();
+        c
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    pub fn config(&self) -> Config {
+        self.cfg
+    }
+
+    pub fn class_policy(&self, class: u8) -> ClassPolicy {
+        self.table[class as usize]
+    }
+
+    pub fn free_entries(&self) -> u32 {
+        self.lists[FREE_LIST as usize].len
+    }
+
+    pub fn dirty_entries(&self) -> u32 {
+        self.lists[..CLASSES].iter().map(|l| l.len).sum()
+    }
+
+    pub fn pinned_entries(&self) -> u32 {
+        self.pinned
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// True while the free list is between falling under the low watermark and climbing
+    /// back to the high one: the cache is under pressure.
+    pub fn syncer_active(&self) -> bool {
+        self.syncer_active
+    }
+
+    pub fn counters(&self, class: u8) -> ClassCounters {
+        self.stats[class as usize]
+    }
+
+    pub fn lookup(&self, key: BlockKey) -> Option<(u32, State)> {
+        self.map
+            .get(&key)
+            .map(|&s| (s, self.entries[s as usize].state))
+    }
+
+    // ---- list and accounting primitives: every state change goes through detach/attach.
+
+    fn unlink(&mut self, slot: u32) {
+        let e = self.entries[slot as usize];
+        if e.list == NO_LIST {
+            return;
+        }
+        let l = &mut self.lists[e.list as usize];
+        if e.prev == NIL {
+            l.head = e.next;
+        } else {
+            self.entries[e.prev as usize].next = e.next;
+        }
+        if e.next == NIL {
+            l.tail = e.prev;
+        } else {
+            self.entries[e.next as usize].prev = e.prev;
+        }
+        l.len -= 1;
+        if l.len == 0 && e.list < FREE_LIST {
+            self.nonempty[(e.list / 64) as usize] &= !(1u64 << (e.list % 64));
+        }
+        let e = &mut self.entries[slot as usize];
+        e.list = NO_LIST;
+        e.prev = NIL;
+        e.next = NIL;
+    }
+
+    fn link(&mut self, slot: u32, list: u16, at_head: bool) {
+        let l = self.lists[list as usize];
+        {
+            let e = &mut self.entries[slot as usize];
+            e.list = list;
+            if at_head {
+                e.prev = NIL;
+                e.next = l.head;
+            } else {
+                e.prev = l.tail;
+                e.next = NIL;
+            }
+        }
+        let l = &mut self.lists[list as usize];
+        if at_head {
+            if l.head == NIL {
+                l.tail = slot;
+            } else {
+                self.entries[l.head as usize].prev = slot;
+            }
+            l.head = slot;
+        } else {
+            if l.tail == NIL {
+                l.head = slot;
+            } else {
+                self.entries[l.tail as usize].next = slot;
+            }
+            l.tail = slot;
+        }
+        l.len += 1;
+        if list < FREE_LIST {
+            self.nonempty[(list / 64) as usize] |= 1u64 << (list % 64);
+        }
+    }
+
+    fn count(&mut self, slot: u32, add: bool) {
+        let e = self.entries[slot as usize];
+        let s = &mut self.stats[e.class as usize];
+        let field = match e.state {
+            State::Clean => &mut s.clean_blocks,
+            State::Dirty | State::Pinned => &mut s.dirty_blocks,
+            State::Cleaning if !e.cancelled => &mut s.dirty_blocks,
+            _ => return,
+        };
+        if add {
+            *field += 1;
+        } else {
+            *field -= 1;
+        }
+    }
+
+    /// Take an entry out of its list and its counters.
+    fn detach(&mut self, slot: u32) {
+        self.unlink(slot);
+        self.count(slot, false);
+        match self.entries[slot as usize].state {
+            State::Filling | State::Cleaning => self.in_flight -= 1,
+            State::Pinned => self.pinned -= 1,
+            _ => {}
+        }
+    }
+
+    /// Put an entry in `state`: into the list and counters that state implies.
+    fn attach(&mut self, slot: u32, state: State, at_head: bool) {
+        self.entries[slot as usize].state = state;
+        match state {
+            State::Empty | State::Clean => self.link(slot, FREE_LIST, at_head),
+            State::Dirty => {
+                let prio = self.table[self.entries[slot as usize].class as usize].priority;
+                self.link(slot, u16::from(prio), at_head)
+            }
+            State::Pinned => self.pinned += 1,
+            State::Filling | State::Cleaning => self.in_flight += 1,
+        }
+        self.count(slot, true);
+    }
+
+    fn update_pressure(&mut self) {
+        let free = self.free_entries();
+        if free < self.cfg.low {
+            self.syncer_active = true;
+        } else if free >= self.cfg.high {
+            self.syncer_active = false;
+        }
+    }
+
+    fn may_allocate(&self, class: u8) -> bool {
+        !(self.syncer_active && u16::from(self.table[class as usize].priority) >= self.bypass_from)
+    }
+
+    /// Drop the block held by `slot` (its mapping goes away). In-flight entries keep the
+    /// slot until their I/O reports back.
+    fn drop_block(&mut self, slot: u32) {
+        let e = self.entries[slot as usize];
+        self.map.remove(&e.key);
+        self.detach(slot);
+        match e.state {
+            State::Filling | State::Cleaning => {
+                self.entries[slot as usize].cancelled = true;
+                self.attach(slot, e.state, false);
+            }
+            _ => self.attach(slot, State::Empty, true),
+        }
+    }
+
+    /// Allocate the head of the free list for `key`, evicting the clean block it held.
+    fn allocate(&mut self, key: BlockKey, class: u8, state: State) -> Option<u32> {
+        let slot = self.lists[FREE_LIST as usize].head;
+        if slot == NIL {
+            return None;
+        }
+        self.detach(slot);
+        let e = self.entries[slot as usize];
+        if e.state == State::Clean {
+            self.map.remove(&e.key);
+            self.stats[e.class as usize].evicted_blocks += 1;
+        }
+        let e = &mut self.entries[slot as usize];
+        e.key = key;
+        e.class = class;
+        e.cancelled = false;
+        e.version = e.version.wrapping_add(1);
+        self.map.insert(key, slot);
+        self.attach(slot, state, false);
+        Some(slot)
+    }
+
+    /// The resident state a written block takes under `placement`.
+    fn written_state(placement: Placement) -> State {
+        if placement == Placement::Ssd {
+            State::Pinned
+        } else {
+            State::Dirty
+        }
+    }
+
+    /// A block of class `class` is written (`bytes` of it). Decides where the data goes.
+    pub fn write(&mut self, key: BlockKey, class: u8, bytes: u32) -> WriteOutcome {
+        let cp = self.table[class as usize];
+        let mut resident = self.map.get(&key).copied();
+        if let Some(slot) = resident
+            && self.entries[slot as usize].state == State::Filling
+        {
+            // The fill would carry the old data: let it land in a slot nobody maps.
+            self.drop_block(slot);
+            resident = None;
+        }
+        let out = match resident {
+            Some(slot) => self.write_resident(slot, class, cp, bytes),
+            None => self.write_miss(key, class, cp, bytes),
+        };
+        self.update_pressure();
+        out
+    }
+
+    fn write_resident(
+        &mut self,
+        slot: u32,
+        class: u8,
+        cp: ClassPolicy,
+        bytes: u32,
+    ) -> WriteOutcome {
+        let state = self.entries[slot as usize].state;
+        if state == State::Clean && (cp.placement == Placement::Hdd || !self.may_allocate(class)) {
+            // A clean copy of a block that should not be cached: drop it rather than
+            // dirty it, so the write frees space instead of taking it.
+            if cp.placement != Placement::Hdd {
+                self.stats[class as usize].bypassed_bytes += u64::from(bytes);
+            }
+            self.drop_block(slot);
+            return WriteOutcome::Hdd {
+                bypassed: cp.placement != Placement::Hdd,
+            };
+        }
+        // Otherwise the SSD holds the newest bytes of this block (or will, once the
+        // write lands), so the write must go there whatever the placement; a block that
+        // should not stay is left dirty for the syncer to move out.
+        self.detach(slot);
+        let e = &mut self.entries[slot as usize];
+        e.class = class;
+        e.version = e.version.wrapping_add(1);
+        let next = match state {
+            State::Cleaning => State::Cleaning,
+            _ => Self::written_state(cp.placement),
+        };
+        self.attach(slot, next, false);
+        WriteOutcome::Ssd { slot, hit: true }
+    }
+
+    fn write_miss(
+        &mut self,
+        key: BlockKey,
+        class: u8,
+        cp: ClassPolicy,
+        bytes: u32,
+    ) -> WriteOutcome {
+        if cp.placement == Placement::Hdd {
+            return WriteOutcome::Hdd { bypassed: false };
+        }
+        if self.may_allocate(class)
+            && let Some(slot) = self.allocate(key, class, Self::written_state(cp.placement))
+        {
+            return WriteOutcome::Ssd { slot, hit: false };
+        }
+        self.stats[class as usize].bypassed_bytes += u64::from(bytes);
+        WriteOutcome::Hdd { bypassed: true }
+    }
+
+    /// A block of class `class` is read.
+    pub fn read(&mut self, key: BlockKey, class: u8) -> ReadOutcome {
+        let out = match self.map.get(&key).copied() {
+            Some(slot) => {
+                let state = self.entries[slot as usize].state;
+                match state {
+                    State::Filling => {
+                        self.stats[class as usize].misses += 1;
+                        ReadOutcome::Miss
+                    }
+                    State::Clean | State::Dirty => {
+                        self.stats[class as usize].hits += 1;
+                        self.detach(slot);
+                        self.attach(slot, state, false);
+                        ReadOutcome::Hit { slot }
+                    }
+                    _ => {
+                        self.stats[class as usize].hits += 1;
+                        ReadOutcome::Hit { slot }
+                    }
+                }
+            }
+            None => {
+                self.stats[class as usize].misses += 1;
+                self.read_miss(key, class)
+            }
+        };
+        self.update_pressure();
+        out
+    }
+
+    fn read_miss(&mut self, key: BlockKey, class: u8) -> ReadOutcome {
+        let cp = self.table[class as usize];
+        if cp.placement != Placement::Cache || !self.read_allocate {
+            return ReadOutcome::Miss;
+        }
+        if self.may_allocate(class)
+            && let Some(slot) = self.allocate(key, class, State::Filling)
+        {
+            let version = self.entries[slot as usize].version;
+            return ReadOutcome::MissFill { slot, version };
+        }
+        self.stats[class as usize].bypassed_bytes += u64::from(self.block_size);
+        ReadOutcome::Miss
+    }
+
+    /// The fill of `slot` (from `MissFill`) has landed on the SSD (`ok`) or failed.
+    pub fn fill_done(&mut self, slot: u32, version: u32, ok: bool) {
+        let e = self.entries[slot as usize];
+        if e.state != State::Filling || e.version != version {
+            return;
+        }
+        if !e.cancelled && !ok {
+            self.map.remove(&e.key);
+            self.entries[slot as usize].cancelled = true;
+        }
+        self.detach(slot);
+        if self.entries[slot as usize].cancelled {
+            self.entries[slot as usize].cancelled = false;
+            self.attach(slot, State::Empty, true);
+        } else {
+            self.attach(slot, State::Clean, false);
+        }
+        self.update_pressure();
+    }
+
+    /// Change the class of a cached block (no data moves now; a block whose new
+    /// placement is elsewhere is left dirty for the syncer).
+    pub fn reclassify(&mut self, key: BlockKey, class: u8) {
+        let Some(&slot) = self.map.get(&key) else {
+            return;
+        };
+        let state = self.entries[slot as usize].state;
+        let cp = self.table[class as usize];
+        self.detach(slot);
+        self.entries[slot as usize].class = class;
+        let next = match (state, cp.placement) {
+            (State::Pinned, Placement::Cache | Placement::Hdd) => State::Dirty,
+            (State::Dirty, Placement::Ssd) => State::Pinned,
+            (s, _) => s,
+        };
+        self.attach(slot, next, false);
+        self.update_pressure();
+    }
+
+    /// Forget a block (truncate, unlink): its cached data, dirty or not, is dropped.
+    pub fn discard(&mut self, key: BlockKey) {
+        if let Some(&slot) = self.map.get(&key) {
+            self.drop_block(slot);
+            self.update_pressure();
+        }
+    }
+
+    /// Forget blocks `first..` of `file`.
+    pub fn discard_from(&mut self, file: u64, first: u64, end: u64) {
+        if end.saturating_sub(first) <= u64::from(self.cfg.entries) {
+            for index in first..end {
+                self.discard(BlockKey { file, index });
+            }
+            return;
+        }
+        for slot in 0..self.cfg.entries {
+            let e = self.entries[slot as usize];
+            let live = matches!(
+                e.state,
+                State::Clean | State::Dirty | State::Pinned | State::Filling | State::Cleaning
+            ) && !e.cancelled;
+            if live && e.key.file == file && (first..end).contains(&e.key.index) {
+                self.drop_block(slot);
+            }
+        }
+        self.update_pressure();
+    }
+
+    /// Victims for the syncer under pressure: lowest priority first, LRU within a
+    /// priority, until the free entries plus those in flight reach the high watermark.
+    /// Appends to `out` (no allocation when it has room) and returns how many.
+    pub fn pick_victims(&mut self, out: &mut Vec<Victim>, max: usize) -> usize {
+        if !self.syncer_active {
+            return 0;
+        }
+        let mut n = 0;
+        while n < max && self.free_entries() + self.in_flight < self.cfg.high {
+            let Some(slot) = self.lowest_priority_dirty() else {
+                break;
+            };
+            out.push(self.start_cleaning(slot));
+            n += 1;
+        }
+        n
+    }
+
+    /// Victims regardless of pressure (drain before unmount, explicit flush), lowest
+    /// priority first; `file` restricts them to one file.
+    pub fn pick_flush(&mut self, out: &mut Vec<Victim>, max: usize, file: Option<u64>) -> usize {
+        let mut n = 0;
+        if let Some(f) = file {
+            for slot in 0..self.cfg.entries {
+                if n == max {
+                    break;
+                }
+                let e = self.entries[slot as usize];
+                if e.state == State::Dirty && e.key.file == f {
+                    out.push(self.start_cleaning(slot));
+                    n += 1;
+                }
+            }
+            return n;
+        }
+        while n < max {
+            let Some(slot) = self.lowest_priority_dirty() else {
+                break;
+            };
+            out.push(self.start_cleaning(slot));
+            n += 1;
+        }
+        n
+    }
+
+    fn lowest_priority_dirty(&self) -> Option<u32> {
+        for w in (0..4).rev() {
+            let bits = self.nonempty[w];
+            if bits != 0 {
+                let prio = w * 64 + 63 - bits.leading_zeros() as usize;
+                return Some(self.lists[prio].head);
+            }
+        }
+        None
+    }
+
+    fn start_cleaning(&mut self, slot: u32) -> Victim {
+        self.detach(slot);
+        self.attach(slot, State::Cleaning, false);
+        let e = self.entries[slot as usize];
+        Victim {
+            slot,
+            key: e.key,
+            version: e.version,
+            class: e.class,
+        }
+    }
+
+    /// The syncer wrote `victim` back (`ok`) or failed to.
+    pub fn clean_done(&mut self, victim: &Victim, ok: bool) {
+        let slot = victim.slot;
+        let e = self.entries[slot as usize];
+        if e.state != State::Cleaning {
+            return;
+        }
+        self.detach(slot);
+        let next = if e.cancelled {
+            self.entries[slot as usize].cancelled = false;
+            State::Empty
+        } else if ok && e.version == victim.version {
+            self.stats[e.class as usize].written_back_blocks += 1;
+            // Written back, so clean; a class that should no longer be cached leaves
+            // with it instead of waiting for reuse.
+            if self.table[e.class as usize].placement == Placement::Hdd {
+                self.map.remove(&e.key);
+                State::Empty
+            } else {
+                State::Clean
+            }
+        } else {
+            // Rewritten while in flight (or the write-back failed): still dirty.
+            Self::written_state(self.table[e.class as usize].placement)
+        };
+        let at_head = next == State::Empty;
+        self.attach(slot, next, at_head);
+        self.update_pressure();
+    }
+
+    /// Every cached block, in slot order.
+    pub fn residents(&self) -> impl Iterator<Item = Resident> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.cancelled && !matches!(e.state, State::Empty | State::Filling))
+            .map(|(slot, e)| Resident {
+                slot: slot as u32,
+                key: e.key,
+                class: e.class,
+                state: e.state,
+            })
+    }
+
+    /// Put a recovered block back (journal replay): `dirty` blocks go on their dirty
+    /// list, others on the free list as clean. The slot must be Empty.
+    pub fn restore(&mut self, slot: u32, key: BlockKey, class: u8, dirty: bool) -> bool {
+        if slot >= self.cfg.entries
+            || self.entries[slot as usize].state != State::Empty
+            || self.map.contains_key(&key)
+        {
+            return false;
+        }
+        self.detach(slot);
+        let e = &mut self.entries[slot as usize];
+        e.key = key;
+        e.class = class;
+        e.version = e.version.wrapping_add(1);
+        self.map.insert(key, slot);
+        let state = if dirty {
+            Self::written_state(self.table[class as usize].placement)
+        } else {
+            State::Clean
+        };
+        self.attach(slot, state, false);
+        self.update_pressure();
+        true
+    }
+
+    /// Walk every structure and check that it agrees with the counters. For tests and
+    /// `fsck`; costs O(entries).
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.cfg.entries as usize;
+        let mut seen = vec![false; n];
+        let mut counters = vec![(0u64, 0u64); CLASSES];
+        for (li, l) in self.lists.iter().enumerate() {
+            let (mut cur, mut prev, mut len) = (l.head, NIL, 0u32);
+            while cur != NIL {
+                let e = &self.entries[cur as usize];
+                if e.list as usize != li || e.prev != prev {
+                    return Err(format!("slot {cur}: broken link in list {li}"));
+                }
+                if std::mem::replace(&mut seen[cur as usize], true) {
+                    return Err(format!("slot {cur} in two lists"));
+                }
+                let ok = if li == FREE_LIST as usize {
+                    matches!(e.state, State::Empty | State::Clean)
+                } else {
+                    e.state == State::Dirty && self.table[e.class as usize].priority as usize == li
+                };
+                if !ok {
+                    return Err(format!("slot {cur}: state {:?} on list {li}", e.state));
+                }
+                prev = cur;
+                cur = e.next;
+                len += 1;
+            }
+            if l.tail != prev || l.len != len {
+                return Err(format!("list {li}: tail or length wrong"));
+            }
+            let bit = li < CLASSES && self.nonempty[li / 64] & (1u64 << (li % 64)) != 0;
+            if li < CLASSES && bit != (len > 0) {
+                return Err(format!("list {li}: non-empty bit wrong"));
+            }
+        }
+        let (mut in_flight, mut pinned, mut mapped) = (0u32, 0u32, 0usize);
+        for (slot, e) in self.entries.iter().enumerate() {
+            let listed = matches!(e.state, State::Empty | State::Clean | State::Dirty);
+            if listed != seen[slot] {
+                return Err(format!(
+                    "slot {slot}: state {:?} vs. list membership",
+                    e.state
+                ));
+            }
+            match e.state {
+                State::Filling | State::Cleaning => in_flight += 1,
+                State::Pinned => pinned += 1,
+                _ => {}
+            }
+            if e.cancelled && !matches!(e.state, State::Filling | State::Cleaning) {
+                return Err(format!("slot {slot}: cancelled but not in flight"));
+            }
+            let holds = e.state != State::Empty && !e.cancelled;
+            if holds {
+                mapped += 1;
+                if self.map.get(&e.key) != Some(&(slot as u32)) {
+                    return Err(format!("slot {slot}: not in the block map"));
+                }
+                match e.state {
+                    State::Clean => counters[e.class as usize].0 += 1,
+                    State::Filling => {}
+                    _ => counters[e.class as usize].1 += 1,
+                }
+            }
+        }
+        if mapped != self.map.len() {
+            return Err("block map holds entries no slot holds".into());
+        }
+        if in_flight != self.in_flight || pinned != self.pinned {
+            return Err("in-flight or pinned count wrong".into());
+        }
+        for (c, &(clean, dirty)) in counters.iter().enumerate() {
+            let s = &self.stats[c];
+            if s.clean_blocks != clean || s.dirty_blocks != dirty {
+                return Err(format!("class {c}: counters wrong"));
+            }
+        }
+        let free = self.free_entries();
+        if self.syncer_active && free >= self.cfg.high || !self.syncer_active && free < self.cfg.low
+        {
+            return Err("syncer state disagrees with the watermarks".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,467 @@
+//! Device models: each device is a queue whose service times are those of the modelled
+//! hardware. Time is virtual (nanoseconds supplied by the caller), so the models are
+//! deterministic; the daemon turns completion times into sleeps.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Read,
+    Write,
+}
+
+/// Rotating disk: seek time grows with the square root of the distance, then half a
+/// rotation on average, then transfer at the sustained rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HddModel {
+    pub rpm: f64,
+    /// Average seek over uniformly random pairs of positions.
+    pub seek_ms: f64,
+    pub track_to_track_ms: f64,
+    pub mbps: f64,
+    pub capacity_bytes: u64,
+    /// Forward gaps up to this size are passed over by the head (no seek, no rotation).
+    pub near_gap_bytes: u64,
+}
+
+/// Flash: `parallelism` independent units each charging a per-operation overhead, all
+/// sharing one transfer channel. The overhead is derived from the random 4 KiB IOPS so
+/// that a saturated device delivers exactly those IOPS.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SsdModel {
+    pub read_mbps: f64,
+    pub write_mbps: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub parallelism: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Model {
+    /// A real device: nothing is charged, the caller records measured times.
+    None,
+    Hdd(HddModel),
+    Ssd(SsdModel),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError(pub String);
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// Mean of sqrt(|x - y|) for x, y uniform on [0, 1]: ties the average seek to the
+/// full-stroke seek.
+const MEAN_SQRT_DISTANCE: f64 = 8.0 / 15.0;
+
+impl HddModel {
+    /// Seagate Constellation ST1000NM0011 (the paper's HDD).
+    pub fn st1000nm0011() -> HddModel {
+        HddModel {
+            rpm: 7200.0,
+            seek_ms: 8.5,
+            track_to_track_ms: 0.8,
+            mbps: 150.0,
+            capacity_bytes: 1_000_000_000_000,
+            near_gap_bytes: 256 << 10,
+        }
+    }
+
+    /// A generic 7,200 rpm desktop disk, a starting point for overrides.
+    pub fn generic() -> HddModel {
+        HddModel {
+            rpm: 7200.0,
+            seek_ms: 9.0,
+            track_to_track_ms: 1.0,
+            mbps: 120.0,
+            capacity_bytes: 2_000_000_000_000,
+            near_gap_bytes: 256 << 10,
+        }
+    }
+
+    fn full_stroke_ms(&self) -> f64 {
+        self.track_to_track_ms + (self.seek_ms - self.track_to_track_ms) / MEAN_SQRT_DISTANCE
+    }
+
+    /// Positioning time in ns to go from `from` to `to`.
+    pub fn position_ns(&self, from: u64, to: u64) -> u64 {
+        if to >= from && to - from <= self.near_gap_bytes {
+            return self.transfer_ns(to - from);
+        }
+        let d = to.abs_diff(from) as f64 / self.capacity_bytes.max(1) as f64;
+        let seek = self.track_to_track_ms
+            + (self.full_stroke_ms() - self.track_to_track_ms) * d.min(1.0).sqrt();
+        let half_rotation = 30_000.0 / self.rpm;
+        ((seek + half_rotation) * 1e6) as u64
+    }
+
+    pub fn transfer_ns(&self, len: u64) -> u64 {
+        (len as f64 * 1e3 / self.mbps) as u64
+    }
+}
+
+impl SsdModel {
+    /// Intel 710 (the paper's SSD).
+    pub fn intel710() -> SsdModel {
+        SsdModel {
+            read_mbps: 270.0,
+            write_mbps: 210.0,
+            read_iops: 38_500.0,
+            write_iops: 2_700.0,
+            parallelism: 4,
+        }
+    }
+
+    /// A generic SATA SSD, a starting point for overrides.
+    pub fn generic() -> SsdModel {
+        SsdModel {
+            read_mbps: 500.0,
+            write_mbps: 450.0,
+            read_iops: 90_000.0,
+            write_iops: 80_000.0,
+            parallelism: 8,
+        }
+    }
+
+    fn mbps(&self, op: Op) -> f64 {
+        match op {
+            Op::Read => self.read_mbps,
+            Op::Write => self.write_mbps,
+        }
+    }
+
+    pub fn transfer_ns(&self, op: Op, len: u64) -> u64 {
+        (len as f64 * 1e3 / self.mbps(op)) as u64
+    }
+
+    /// Per-operation overhead on one unit, in ns.
+    pub fn overhead_ns(&self, op: Op) -> u64 {
+        let iops = match op {
+            Op::Read => self.read_iops,
+            Op::Write => self.write_iops,
+        };
+        let per_op = f64::from(self.parallelism) * 1e9 / iops;
+        (per_op - self.transfer_ns(op, 4096) as f64).max(0.0) as u64
+    }
+}
+
+impl Model {
+    /// Parse `none`, a profile (`st1000nm0011`, `intel710`, `hdd`, `ssd`), optionally
+    /// followed by `:key=value,...` overrides of the profile's fields.
+    pub fn parse(spec: &str) -> Result<Model, ModelError> {
+        let (name, overrides) = match spec.split_once(':') {
+            Some((n, o)) => (n, o),
+            None => (spec, ""),
+        };
+        let mut model = match name {
+            "none" => Model::None,
+            "st1000nm0011" | "constellation" => Model::Hdd(HddModel::st1000nm0011()),
+            "intel710" => Model::Ssd(SsdModel::intel710()),
+            "hdd" => Model::Hdd(HddModel::generic()),
+            "ssd" => Model::Ssd(SsdModel::generic()),
+            _ => {
+                return Err(ModelError(format!(
+                    "unknown device model {name:?} (none, st1000nm0011, intel710, hdd, ssd)"
+                )));
+            }
+        };
+        for kv in overrides.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| ModelError(format!("override {kv:?} is not key=value")))?;
+            let v: f64 = v
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite() && *v > 0.0)
+                .ok_or_else(|| ModelError(format!("override {kv:?}: need a positive number")))?;
+            let field = match (&mut model, k) {
+                (Model::Hdd(h), "rpm") => &mut h.rpm,
+                (Model::Hdd(h), "seek_ms") => &mut h.seek_ms,
+                (Model::Hdd(h), "track_to_track_ms") => &mut h.track_to_track_ms,
+                (Model::Hdd(h), "mbps") => &mut h.mbps,
+                (Model::Hdd(h), "capacity_gb") => {
+                    h.capacity_bytes = (v * 1e9) as u64;
+                    continue;
+                }
+                (Model::Hdd(h), "near_gap_kib") => {
+                    h.near_gap_bytes = (v * 1024.0) as u64;
+                    continue;
+                }
+                (Model::Ssd(s), "read_mbps") => &mut s.read_mbps,
+                (Model::Ssd(s), "write_mbps") => &mut s.write_mbps,
+                (Model::Ssd(s), "read_iops") => &mut s.read_iops,
+                (Model::Ssd(s), "write_iops") => &mut s.write_iops,
+                (Model::Ssd(s), "parallelism") => {
+                    s.parallelism = v as u32;
+                    continue;
+                }
+                _ => return Err(ModelError(format!("{name} has no parameter {k:?}"))),
+            };
+            *field = v;
+        }
+        if let Model::Hdd(h) = &model
+            && h.track_to_track_ms > h.seek_ms
+        {
+            return Err(ModelError("track_to_track_ms exceeds seek_ms".into()));
+        }
+        if let Model::Ssd(s) = &model
+            && s.parallelism == 0
+        {
+            return Err(ModelError("parallelism must be at least 1".into()));
+        }
+        Ok(model)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Time with at least one operation in service.
+    pub busy_ns: u64,
+}
+
+impl DeviceStats {
+    pub fn ops(&self) -> u64 {
+        self.read_ops + self.write_ops
+    }
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+}
+
+/// A device as a queue: operations are served in arrival order by the model's servers.
+pub struct Device {
+    model: Model,
+    /// Per unit: virtual time at which it is free (one unit for an HDD).
+    units: Vec<u64>,
+    channel_free: u64,
+    head: u64,
+    busy_until: u64,
+    stats: DeviceStats,
+}
+
+impl Device {
+    pub fn new(model: Model) -> Device {
+        let units = match &model {
+            Model::Ssd(s) => vec![0; s.parallelism as usize],
+            _ => vec![0],
+        };
+        Device {
+            model,
+            units,
+            channel_free: 0,
+            head: 0,
+            busy_until: 0,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    fn count(&mut self, op: Op, len: u64) {
+        match op {
+            Op::Read => {
+                self.stats.read_ops += 1;
+                self.stats.read_bytes += len;
+            }
+            Op::Write => {
+                self.stats.write_ops += 1;
+                self.stats.write_bytes += len;
+            }
+        }
+    }
+
+    fn busy(&mut self, start: u64, end: u64) {
+        if end > self.busy_until {
+            self.stats.busy_ns += end - start.max(self.busy_until);
+            self.busy_until = end;
+        }
+    }
+
+    /// Submit an access of `len` bytes at device address `addr` arriving at `now`
+    /// (virtual ns). Returns when it completes. With model `none` it completes at once;
+    /// call `record` with the measured time instead.
+    pub fn submit(&mut self, now: u64, op: Op, addr: u64, len: u64) -> u64 {
+        self.count(op, len);
+        let (unit, free) = self
+            .units
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, t)| t)
+            .unwrap_or((0, 0));
+        let start = now.max(free);
+        let end = match &self.model {
+            Model::None => return now,
+            Model::Hdd(h) => {
+                let end = start + h.position_ns(self.head, addr) + h.transfer_ns(len);
+                self.head = addr.saturating_add(len);
+                end
+            }
+            Model::Ssd(s) => {
+                let ready = start + s.overhead_ns(op);
+                let xfer = ready.max(self.channel_free);
+                self.channel_free = xfer + s.transfer_ns(op, len);
+                self.channel_free
+            }
+        };
+        self.units[unit] = end;
+        self.busy(start, end);
+        end
+    }
+
+    /// Account an access on a real device that took `start..end` (ns, monotonic clock).
+    pub fn record(&mut self, op: Op, len: u64, start: u64, end: u64) {
+        self.count(op, len);
+        self.busy(start, end.max(start));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(x: &mut u64) -> u64 {
+        *x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *x >> 11
+    }
+
+    #[test]
+    fn hdd_random_access_costs_seek_plus_half_rotation() {
+        let h = HddModel::st1000nm0011();
+        let mut d = Device::new(Model::Hdd(h.clone()));
+        let (mut t, mut seed, n) = (0u64, 7u64, 20_000u64);
+        for _ in 0..n {
+            let addr = (lcg(&mut seed) % (h.capacity_bytes / 4096)) * 4096;
+            t = d.submit(t, Op::Read, addr, 4096);
+        }
+        let mean_ms = t as f64 / n as f64 / 1e6;
+        let expect = 8.5 + 30_000.0 / 7200.0 + h.transfer_ns(4096) as f64 / 1e6;
+        assert!(
+            (mean_ms - expect).abs() < 0.03 * expect,
+            "{mean_ms} vs {expect}"
+        );
+        assert_eq!(d.stats().busy_ns, t);
+    }
+
+    #[test]
+    fn hdd_sequential_access_runs_at_sustained_rate() {
+        let mut d = Device::new(Model::parse("st1000nm0011").unwrap());
+        let mut t = 0;
+        let len = 1 << 20;
+        for i in 0..100u64 {
+            t = d.submit(t, Op::Write, i * len, len);
+        }
+        let mbps = (100 * len) as f64 / (t as f64 / 1e9) / 1e6;
+        assert!((mbps - 150.0).abs() < 1.5, "{mbps}");
+    }
+
+    #[test]
+    fn hdd_short_forward_gap_is_cheaper_than_a_seek() {
+        let h = HddModel::st1000nm0011();
+        assert!(h.position_ns(0, 64 << 10) < h.position_ns(0, 4 << 20) / 10);
+        assert!(
+            h.position_ns(64 << 10, 0) > 4_000_000,
+            "backward needs a rotation"
+        );
+        assert!(h.position_ns(0, h.capacity_bytes) > h.position_ns(0, 1 << 30));
+    }
+
+    #[test]
+    fn ssd_saturated_random_iops_match_the_profile() {
+        for (op, iops) in [(Op::Read, 38_500.0), (Op::Write, 2_700.0)] {
+            let mut d = Device::new(Model::parse("intel710").unwrap());
+            let n = 10_000u64;
+            let mut end = 0;
+            for i in 0..n {
+                end = end.max(d.submit(0, op, i * 4096, 4096));
+            }
+            let got = n as f64 / (end as f64 / 1e9);
+            assert!((got - iops).abs() < 0.02 * iops, "{op:?}: {got}");
+        }
+    }
+
+    #[test]
+    fn ssd_large_transfers_are_bandwidth_bound() {
+        let mut d = Device::new(Model::parse("intel710").unwrap());
+        let mut end = 0;
+        for i in 0..200u64 {
+            end = end.max(d.submit(0, Op::Read, i << 20, 1 << 20));
+        }
+        let mbps = (200u64 << 20) as f64 / (end as f64 / 1e9) / 1e6;
+        assert!((mbps - 270.0).abs() < 5.0, "{mbps}");
+        // One request alone waits for nobody: its latency is overhead plus transfer.
+        let mut d = Device::new(Model::parse("intel710").unwrap());
+        let s = SsdModel::intel710();
+        assert_eq!(
+            d.submit(1_000, Op::Read, 0, 4096),
+            1_000 + s.overhead_ns(Op::Read) + s.transfer_ns(Op::Read, 4096)
+        );
+    }
+
+    #[test]
+    fn queueing_and_busy_time() {
+        let mut d = Device::new(Model::parse("hdd").unwrap());
+        let a = d.submit(0, Op::Read, 1 << 30, 4096);
+        let b = d.submit(0, Op::Read, 1 << 35, 4096);
+        assert!(b > a, "second request waits for the first");
+        let idle_gap = 1_000_000_000;
+        let c = d.submit(b + idle_gap, Op::Read, 1 << 30, 4096);
+        assert_eq!(d.stats().busy_ns, c - idle_gap);
+        assert_eq!(d.stats().read_ops, 3);
+        assert_eq!(d.stats().bytes(), 3 * 4096);
+    }
+
+    #[test]
+    fn none_charges_nothing_but_records() {
+        let mut d = Device::new(Model::None);
+        assert_eq!(d.submit(5, Op::Write, 0, 100), 5);
+        d.record(Op::Read, 10, 100, 300);
+        d.record(Op::Read, 10, 200, 400);
+        assert_eq!(d.stats().busy_ns, 300);
+        assert_eq!(d.stats().ops(), 3);
+    }
+
+    #[test]
+    fn overrides() {
+        let Model::Hdd(h) = Model::parse("hdd:rpm=15000,seek_ms=3.5,capacity_gb=300").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (h.rpm, h.seek_ms, h.capacity_bytes),
+            (15000.0, 3.5, 300_000_000_000)
+        );
+        let Model::Ssd(s) = Model::parse("ssd:parallelism=2,write_iops=1000").unwrap() else {
+            panic!()
+        };
+        assert_eq!((s.parallelism, s.write_iops), (2, 1000.0));
+        for bad in [
+            "tape",
+            "hdd:rpm",
+            "hdd:rpm=-1",
+            "hdd:read_iops=5",
+            "ssd:rpm=1",
+            "hdd:track_to_track_ms=20",
+            "ssd:parallelism=0.5",
+        ] {
+            assert!(Model::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

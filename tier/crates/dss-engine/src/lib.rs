@@ -1,0 +1,9 @@
+//! The no-I/O core of dss-tier: policy files, the class-priority cache engine and the
+//! device models. Everything here is deterministic and testable without a filesystem.
+
+pub mod cache;
+pub mod device;
+pub mod policy;
+
+pub use cache::{BlockKey, Cache, ClassCounters, Config, ReadOutcome, State, Victim, WriteOutcome};
+pub use policy::{Mode, Placement, Policy, PolicyError, Resolved};

@@ -1,0 +1,89 @@
+//! The policies shipped in policies/ parse and say what the papers say.
+
+use dss_engine::cache::Config;
+use dss_engine::{BlockKey, Cache, Mode, Placement, Policy, WriteOutcome};
+
+const REFERENCE: &str = include_str!("../../../../policies/reference.toml");
+const LRU: &str = include_str!("../../../../policies/lru.toml");
+
+#[test]
+fn reference_is_table_ii() {
+    let r = Policy::parse(REFERENCE).unwrap().resolve(None);
+    assert_eq!(r.mode, Mode::Dss);
+    let prio = |c: usize| r.classes[c].priority;
+    assert!((1..=10).all(|c| prio(c) == 0), "FS metadata");
+    assert!((11..=14).all(|c| prio(c) == 1), "files <= 256 KB");
+    assert!(
+        (24..=31).all(|c| prio(c) == (c - 22) as u8),
+        "USER0-USER7 -> 2-9"
+    );
+    assert!((15..=22).all(|c| prio(c) == 10), "files > 256 KB");
+    assert_eq!(prio(0), 11, "unclassified");
+    assert_eq!(r.bypass_priority, Some(10));
+}
+
+#[test]
+fn reference_classifies_unclassified_io() {
+    let p = Policy::parse(REFERENCE).unwrap();
+    let r = p.resolve(None);
+    let c = &p.classify;
+    for meta in [c.journal, c.inode, c.directory, c.xattr] {
+        assert_eq!(r.classes[meta as usize].priority, 0);
+    }
+    assert_eq!(
+        r.classes[c.file_class("container.db", 50 << 20) as usize].priority,
+        0
+    );
+    assert_eq!(
+        r.classes[c.file_class("1.data", 256 << 10) as usize].priority,
+        1
+    );
+    assert_eq!(
+        r.classes[c.file_class("1.data", (256 << 10) + 1) as usize].priority,
+        10
+    );
+    assert_eq!(c.file_class("1.data", 1 << 40), 22);
+}
+
+#[test]
+fn lru_policy_is_class_blind_in_every_caching_mode() {
+    let p = Policy::parse(LRU).unwrap();
+    for mode in [None, Some(Mode::Dss), Some(Mode::Lru)] {
+        let r = p.resolve(mode);
+        assert!(
+            r.classes
+                .iter()
+                .all(|c| c.priority == 0 && c.placement == Placement::Cache)
+        );
+        assert_eq!(r.bypass_priority, None);
+        // Under pressure every class is still allocated.
+        let mut cache = Cache::new(
+            &r,
+            Config {
+                entries: 4,
+                low: 3,
+                high: 4,
+            },
+        );
+        for i in 0..4u64 {
+            let w = cache.write(
+                BlockKey { file: 1, index: i },
+                [0, 22, 31, 1][i as usize],
+                4096,
+            );
+            assert!(matches!(w, WriteOutcome::Ssd { .. }), "{w:?}");
+        }
+    }
+}
+
+#[test]
+fn reference_tiered_sends_small_and_important_data_to_the_ssd() {
+    let r = Policy::parse(REFERENCE)
+        .unwrap()
+        .resolve(Some(Mode::Tiered));
+    assert_eq!(r.classes[3].placement, Placement::Ssd);
+    assert_eq!(r.classes[12].placement, Placement::Ssd);
+    assert_eq!(r.classes[20].placement, Placement::Hdd);
+    assert_eq!(r.classes[0].placement, Placement::Hdd);
+    assert_eq!(r.classes[200].placement, Placement::Hdd);
+}

@@ -1,0 +1,905 @@
+//! The FUSE adapter: a passthrough namespace over the HDD directory whose file data goes
+//! through the cache engine (core.rs).
+
+use crate::core::{Core, MetaKind};
+use crate::ioctl::{Command, Ioctls};
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, IoctlFlags,
+    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
+    TimeOrNow, WriteFlags,
+};
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Attribute and entry cache lifetime. Short: the HDD directory is ours alone, but
+/// sizes of files being written change under the kernel's feet otherwise.
+const TTL: Duration = Duration::from_secs(1);
+
+/// The root's xattr through which `dss-tier stats` reads the stats document.
+pub const STATS_XATTR: &str = "user.dss-tier.stats";
+
+fn errno(e: io::Error) -> Errno {
+    Errno::from(e)
+}
+
+fn kind_of(ft: fs::FileType) -> FileType {
+    FileType::from_std(ft).unwrap_or(FileType::RegularFile)
+}
+
+fn time(secs: i64, nsecs: i64) -> SystemTime {
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs as u64, nsecs as u32)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+    }
+}
+
+struct Node {
+    path: PathBuf,
+    lookups: u64,
+}
+
+/// Inode numbers are the HDD's, except the root which FUSE wants as 1.
+struct Nodes {
+    root_ino: u64,
+    map: HashMap<u64, Node>,
+}
+
+pub struct Handle {
+    file: Arc<File>,
+    ino: u64,
+    name: OsString,
+    class: AtomicU8,
+}
+
+pub struct TierFs {
+    root: PathBuf,
+    nodes: Mutex<Nodes>,
+    handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    next_fh: AtomicU64,
+    core: Arc<Core>,
+    ioctls: Ioctls,
+}
+
+impl TierFs {
+    pub fn new(root: PathBuf, core: Arc<Core>, ioctls: Ioctls) -> io::Result<TierFs> {
+        let root_ino = fs::metadata(&root)?.ino();
+        let mut map = HashMap::new();
+        map.insert(
+            1,
+            Node {
+                path: root.clone(),
+                lookups: 1,
+            },
+        );
+        Ok(TierFs {
+            root,
+            nodes: Mutex::new(Nodes { root_ino, map }),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            core,
+            ioctls,
+        })
+    }
+
+    fn fuse_ino(&self, hdd_ino: u64) -> u64 {
+        let root = self.nodes.lock().unwrap().root_ino;
+        if hdd_ino == root {
+            1
+        } else if hdd_ino == 1 {
+            // Collides with the FUSE root; the HDD root already owns 1 here.
+            root
+        } else {
+            hdd_ino
+        }
+    }
+
+    fn path(&self, ino: INodeNo) -> Result<PathBuf, Errno> {
+        self.nodes
+            .lock()
+            .unwrap()
+            .map
+            .get(&ino.0)
+            .map(|n| n.path.clone())
+            .ok_or(Errno::ENOENT)
+    }
+
+    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
+        Ok(self.path(parent)?.join(name))
+    }
+
+    fn attr(&self, md: &fs::Metadata) -> FileAttr {
+        FileAttr {
+            ino: INodeNo(self.fuse_ino(md.ino())),
+            size: md.size(),
+            blocks: md.blocks(),
+            atime: time(md.atime(), md.atime_nsec()),
+            mtime: time(md.mtime(), md.mtime_nsec()),
+            ctime: time(md.ctime(), md.ctime_nsec()),
+            crtime: time(md.ctime(), md.ctime_nsec()),
+            kind: kind_of(md.file_type()),
+            perm: (md.mode() & 0o7777) as u16,
+            nlink: md.nlink() as u32,
+            uid: md.uid(),
+            gid: md.gid(),
+            rdev: md.rdev() as u32,
+            blksize: self.core.block_size(),
+            flags: 0,
+        }
+    }
+
+    /// Stat `path` and remember it as an inode the kernel now knows.
+    fn remember(&self, path: PathBuf) -> Result<FileAttr, Errno> {
+        let md = fs::symlink_metadata(&path).map_err(errno)?;
+        let attr = self.attr(&md);
+        let mut nodes = self.nodes.lock().unwrap();
+        let node = nodes.map.entry(attr.ino.0).or_insert(Node {
+            path: path.clone(),
+            lookups: 0,
+        });
+        node.path = path;
+        node.lookups += 1;
+        Ok(attr)
+    }
+
+    fn open_handle(&self, ino: u64, path: &Path, file: File) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let name = path.file_name().unwrap_or_default().to_os_string();
+        let h = Handle {
+            file: Arc::new(file),
+            ino,
+            name,
+            class: AtomicU8::new(0),
+        };
+        self.handles.lock().unwrap().insert(fh, Arc::new(h));
+        fh
+    }
+
+    fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
+        self.handles
+            .lock()
+            .unwrap()
+            .get(&fh.0)
+            .cloned()
+            .ok_or(Errno::EBADF)
+    }
+
+    /// Class of data I/O on `h`: its own, or the policy's default for the file.
+    fn data_class(&self, h: &Handle) -> u8 {
+        match h.class.load(Ordering::Relaxed) {
+            0 => {
+                let size = h.file.metadata().map(|m| m.size()).unwrap_or(0);
+                self.core.default_class(&h.name.to_string_lossy(), size)
+            }
+            c => c,
+        }
+    }
+
+    fn file_id(md: &fs::Metadata) -> u64 {
+        md.ino()
+    }
+
+    /// Drop the cached blocks of a file that is losing its last name, so that a later
+    /// file reusing the inode number never sees them. Open handles keep reading: their
+    /// dirty blocks are written back first.
+    fn before_last_unlink(&self, path: &Path) {
+        if let Ok(md) = fs::symlink_metadata(path)
+            && md.is_file()
+            && md.nlink() <= 1
+        {
+            let id = Self::file_id(&md);
+            let open = self.handles.lock().unwrap().values().any(|h| {
+                h.file
+                    .metadata()
+                    .map(|m| m.ino() == md.ino())
+                    .unwrap_or(false)
+            });
+            if open {
+                let _ = self.core.flush_file(id);
+            }
+            self.core.discard_file(id, md.size());
+        }
+    }
+}
+
+impl TierFs {
+    /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
+    fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
+        if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
+            let md = f.metadata().map_err(errno)?;
+            if md.size() > 0 {
+                self.core
+                    .truncate(Self::file_id(&md), f, md.size(), 0)
+                    .map_err(errno)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn apply_time(t: Option<TimeOrNow>) -> Option<SystemTime> {
+    t.map(|t| match t {
+        TimeOrNow::SpecificTime(s) => s,
+        TimeOrNow::Now => SystemTime::now(),
+    })
+}
+
+impl Filesystem for TierFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.core.meta(MetaKind::Directory, parent.0, false);
+        match self.child(parent, name).and_then(|p| self.remember(p)) {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if ino.0 == 1 {
+            return;
+        }
+        let mut nodes = self.nodes.lock().unwrap();
+        if let Some(n) = nodes.map.get_mut(&ino.0) {
+            n.lookups = n.lookups.saturating_sub(nlookup);
+            if n.lookups == 0 {
+                nodes.map.remove(&ino.0);
+            }
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.core.meta(MetaKind::Inode, ino.0, false);
+        match self
+            .path(ino)
+            .and_then(|p| fs::symlink_metadata(p).map_err(errno))
+        {
+            Ok(md) => reply.attr(&TTL, &self.attr(&md)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let path = self.path(ino)?;
+            self.core.meta(MetaKind::Inode, ino.0, true);
+            if let Some(m) = mode {
+                fs::set_permissions(&path, fs::Permissions::from_mode(m & 0o7777))
+                    .map_err(errno)?;
+            }
+            if uid.is_some() || gid.is_some() {
+                std::os::unix::fs::lchown(&path, uid, gid).map_err(errno)?;
+            }
+            if let Some(len) = size {
+                let f = OpenOptions::new().write(true).open(&path).map_err(errno)?;
+                let md = f.metadata().map_err(errno)?;
+                self.core
+                    .truncate(Self::file_id(&md), &f, md.size(), len)
+                    .map_err(errno)?;
+            }
+            if atime.is_some() || mtime.is_some() {
+                let f = File::options()
+                    .read(true)
+                    .open(&path)
+                    .or_else(|_| File::open(&path))
+                    .map_err(errno)?;
+                let mut times = fs::FileTimes::new();
+                if let Some(t) = apply_time(atime) {
+                    times = times.set_accessed(t);
+                }
+                if let Some(t) = apply_time(mtime) {
+                    times = times.set_modified(t);
+                }
+                f.set_times(times).map_err(errno)?;
+            }
+            let md = fs::symlink_metadata(&path).map_err(errno)?;
+            Ok(self.attr(&md))
+        };
+        match run() {
+            Ok(a) => reply.attr(&TTL, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.path(ino).and_then(|p| fs::read_link(p).map_err(errno)) {
+            Ok(t) => reply.data(t.as_os_str().as_bytes()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let path = self.child(parent, name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            fs::DirBuilder::new()
+                .mode(mode & !umask & 0o7777)
+                .create(&path)
+                .map_err(errno)?;
+            self.remember(path)
+        };
+        match run() {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let run = || -> Result<(), Errno> {
+            let path = self.child(parent, name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            self.before_last_unlink(&path);
+            fs::remove_file(&path).map_err(errno)
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let run = || -> Result<(), Errno> {
+            let path = self.child(parent, name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            fs::remove_dir(&path).map_err(errno)
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let path = self.child(parent, link_name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            std::os::unix::fs::symlink(target, &path).map_err(errno)?;
+            self.remember(path)
+        };
+        match run() {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let run = || -> Result<(), Errno> {
+            if !flags.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            let from = self.child(parent, name)?;
+            let to = self.child(newparent, newname)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            self.core.meta(MetaKind::Directory, newparent.0, true);
+            self.before_last_unlink(&to);
+            fs::rename(&from, &to).map_err(errno)?;
+            // Paths of the renamed node and everything under it move with it.
+            let mut nodes = self.nodes.lock().unwrap();
+            for n in nodes.map.values_mut() {
+                if let Ok(rest) = n.path.strip_prefix(&from) {
+                    n.path = if rest.as_os_str().is_empty() {
+                        to.clone()
+                    } else {
+                        to.join(rest)
+                    };
+                }
+            }
+            Ok(())
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let from = self.path(ino)?;
+            let to = self.child(newparent, newname)?;
+            self.core.meta(MetaKind::Directory, newparent.0, true);
+            fs::hard_link(&from, &to).map_err(errno)?;
+            let md = fs::symlink_metadata(&to).map_err(errno)?;
+            let attr = self.attr(&md);
+            if let Some(n) = self.nodes.lock().unwrap().map.get_mut(&ino.0) {
+                n.lookups += 1;
+            }
+            Ok(attr)
+        };
+        match run() {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let run = || -> Result<u64, Errno> {
+            let path = self.path(ino)?;
+            let f = open_file(&path, flags.0, None)?;
+            self.truncate_on_open(&f, flags.0)?;
+            Ok(self.open_handle(ino.0, &path, f))
+        };
+        match run() {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let run = || -> Result<(FileAttr, u64), Errno> {
+            let path = self.child(parent, name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            self.core.meta(MetaKind::Inode, parent.0, true);
+            let f = open_file(&path, flags | libc_o::O_CREAT, Some(mode & !umask & 0o7777))?;
+            self.truncate_on_open(&f, flags)?;
+            let attr = self.remember(path.clone())?;
+            let fh = self.open_handle(attr.ino.0, &path, f);
+            Ok((attr, fh))
+        };
+        match run() {
+            Ok((a, fh)) => {
+                reply.created(&TTL, &a, Generation(0), FileHandle(fh), FopenFlags::empty())
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let run = || -> Result<Vec<u8>, Errno> {
+            let h = self.handle(fh)?;
+            let class = self.data_class(&h);
+            self.core
+                .read(&h.file, class, offset, size as usize)
+                .map_err(errno)
+        };
+        match run() {
+            Ok(d) => reply.data(&d),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let run = || -> Result<u32, Errno> {
+            let h = self.handle(fh)?;
+            let class = self.data_class(&h);
+            self.core
+                .write(&h.file, class, offset, data)
+                .map_err(errno)?;
+            Ok(data.len() as u32)
+        };
+        match run() {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lo: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.lock().unwrap().remove(&fh.0);
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let run = || -> Result<(), Errno> {
+            let h = self.handle(fh)?;
+            let id = Self::file_id(&h.file.metadata().map_err(errno)?);
+            self.core.flush_file(id).map_err(errno)?;
+            if datasync {
+                h.file.sync_data()
+            } else {
+                h.file.sync_all()
+            }
+            .map_err(errno)
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.path(ino) {
+            Ok(_) => reply.opened(FileHandle(0), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        self.core.meta(MetaKind::Directory, ino.0, false);
+        let run = |reply: &mut ReplyDirectory| -> Result<(), Errno> {
+            let path = self.path(ino)?;
+            let mut entries: Vec<(u64, FileType, OsString)> = vec![
+                (ino.0, FileType::Directory, ".".into()),
+                (1, FileType::Directory, "..".into()),
+            ];
+            let mut rest: Vec<(u64, FileType, OsString)> = fs::read_dir(&path)
+                .map_err(errno)?
+                .filter_map(|e| e.ok())
+                .map(|e| {
+                    let kind = e.file_type().map(kind_of).unwrap_or(FileType::RegularFile);
+                    let ino = e
+                        .metadata()
+                        .map(|m| self.fuse_ino(m.ino()))
+                        .unwrap_or(u64::MAX);
+                    (ino, kind, e.file_name())
+                })
+                .collect();
+            // A stable order makes the offsets meaningful across calls.
+            rest.sort_by(|a, b| a.2.cmp(&b.2));
+            entries.extend(rest);
+            for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
+                if reply.add(INodeNo(ino), (i + 1) as u64, kind, name) {
+                    break;
+                }
+            }
+            Ok(())
+        };
+        match run(&mut reply) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self
+            .path(ino)
+            .and_then(|p| File::open(p).and_then(|d| d.sync_all()).map_err(errno))
+        {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match rustix::fs::statvfs(&self.root) {
+            Ok(s) => reply.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namemax as u32,
+                s.f_frsize as u32,
+            ),
+            Err(e) => reply.error(Errno::from_i32(e.raw_os_error())),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let run = || -> Result<(), Errno> {
+            let path = self.path(ino)?;
+            self.core.meta(MetaKind::Xattr, ino.0, true);
+            let flags = rustix::fs::XattrFlags::from_bits_truncate(flags as u32);
+            rustix::fs::lsetxattr(&path, name, value, flags)
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let run = || -> Result<Vec<u8>, Errno> {
+            if ino.0 == 1 && name == STATS_XATTR {
+                return Ok(self.core.stats_json().into_bytes());
+            }
+            let path = self.path(ino)?;
+            self.core.meta(MetaKind::Xattr, ino.0, false);
+            let mut buf = Vec::with_capacity(4096);
+            loop {
+                match rustix::fs::lgetxattr(&path, name, rustix::buffer::spare_capacity(&mut buf)) {
+                    Ok(_) => return Ok(buf),
+                    Err(rustix::io::Errno::RANGE) => {
+                        let n = rustix::fs::lgetxattr_query(&path, name)
+                            .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+                        buf = Vec::with_capacity(n.max(buf.capacity() * 2));
+                    }
+                    Err(e) => return Err(Errno::from_i32(e.raw_os_error())),
+                }
+            }
+        };
+        reply_xattr(run(), size, reply);
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let run = || -> Result<Vec<u8>, Errno> {
+            let path = self.path(ino)?;
+            let n = rustix::fs::llistxattr_query(&path)
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+            let mut buf = Vec::with_capacity(n + 256);
+            rustix::fs::llistxattr(&path, rustix::buffer::spare_capacity(&mut buf))
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+            Ok(buf)
+        };
+        reply_xattr(run(), size, reply);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let run = || -> Result<(), Errno> {
+            let path = self.path(ino)?;
+            self.core.meta(MetaKind::Xattr, ino.0, true);
+            rustix::fs::lremovexattr(&path, name).map_err(|e| Errno::from_i32(e.raw_os_error()))
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        match self.path(ino) {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: IoctlFlags,
+        cmd: u32,
+        in_data: &[u8],
+        _out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        let run = || -> Result<(), Errno> {
+            let h = self.handle(fh)?;
+            match self.ioctls.decode(cmd, in_data) {
+                Some(Command::SetClass { class, flags }) => {
+                    if class > 255 || flags != 0 {
+                        return Err(Errno::EINVAL);
+                    }
+                    h.class.store(class as u8, Ordering::Relaxed);
+                    Ok(())
+                }
+                Some(Command::Reclassify {
+                    offset,
+                    length,
+                    class,
+                    flags,
+                }) => {
+                    if class > 255 || flags != 0 {
+                        return Err(Errno::EINVAL);
+                    }
+                    let md = h.file.metadata().map_err(errno)?;
+                    let end = if length == 0 {
+                        md.size()
+                    } else {
+                        offset.saturating_add(length)
+                    };
+                    self.core
+                        .reclassify(Self::file_id(&md), offset, end, class as u8);
+                    Ok(())
+                }
+                None => Err(Errno::ENOTTY),
+            }
+        };
+        match run() {
+            Ok(()) => reply.ioctl(0, &[]),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let run = || -> Result<(), Errno> {
+            let h = self.handle(fh)?;
+            let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);
+            // Only plain allocation keeps cached blocks valid; anything that changes
+            // contents (punch hole, zero range) goes through the cache's truncate logic
+            // in a later version, so refuse it rather than serve stale blocks.
+            if !flags
+                .difference(rustix::fs::FallocateFlags::KEEP_SIZE)
+                .is_empty()
+            {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            self.core.meta(MetaKind::Inode, h.ino, true);
+            rustix::fs::fallocate(&*h.file, flags, offset, length)
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+        };
+        match run() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+fn reply_xattr(r: Result<Vec<u8>, Errno>, size: u32, reply: ReplyXattr) {
+    match r {
+        Ok(v) if size == 0 => reply.size(v.len() as u32),
+        Ok(v) if v.len() > size as usize => reply.error(Errno::ERANGE),
+        Ok(v) => reply.data(&v),
+        Err(e) => reply.error(e),
+    }
+}
+
+/// Open flags we pass on. O_DIRECT is dropped: the cache is the one doing the
+/// buffering decisions, and aligned buffers are not guaranteed here.
+mod libc_o {
+    pub const O_ACCMODE: i32 = 0o3;
+    pub const O_WRONLY: i32 = 0o1;
+    pub const O_RDWR: i32 = 0o2;
+    pub const O_CREAT: i32 = 0o100;
+    pub const O_EXCL: i32 = 0o200;
+    pub const O_TRUNC: i32 = 0o1000;
+    pub const O_APPEND: i32 = 0o2000;
+    pub const O_DIRECT: i32 = 0o40000;
+}
+
+fn open_file(path: &Path, flags: i32, mode: Option<u32>) -> Result<File, Errno> {
+    use libc_o::*;
+    let acc = flags & O_ACCMODE;
+    let mut o = OpenOptions::new();
+    // Write-back needs a writable descriptor even for handles opened write-only, and
+    // partial block writes read the block first.
+    o.read(true);
+    o.write(acc == O_WRONLY || acc == O_RDWR);
+    if let Some(m) = mode {
+        o.mode(m);
+        if flags & O_EXCL != 0 {
+            o.create_new(true);
+        } else {
+            o.create(true);
+        }
+    }
+    // Appends are positioned by the kernel (FUSE sends the offset), so O_APPEND must not
+    // reach the HDD file or positional writes would land at the end.
+    let passed = flags & !(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECT);
+    o.custom_flags(passed);
+    let f = o.open(path).or_else(|e| {
+        if acc == O_WRONLY && e.kind() == io::ErrorKind::PermissionDenied {
+            let mut o2 = OpenOptions::new();
+            o2.write(true).custom_flags(passed);
+            o2.open(path)
+        } else {
+            Err(e)
+        }
+    });
+    f.map_err(errno)
+}
