@@ -287,6 +287,10 @@ class DssMiddleware:
             raise HTTPBadRequest(
                 body="Content-Length is not a number\n", request=req, content_type="text/plain"
             ) from None
+        if SLO_SIZE in req.headers:
+            # A large object's manifest: ranges refer to the object it stands for, whose
+            # size slo has worked out, not to the manifest's own bytes.
+            size = int(req.headers[SLO_SIZE])
         if config_true_value(req.headers.get(OBJECT_FILE)):
             cmap = self._strip_object_file(req, size)
         else:

@@ -408,3 +408,34 @@ def test_get_with_the_stored_classes_does_not_reclassify(swift: Swift, saio: obj
     assert resp.status_code == 200
     assert [e for e in io if e.op == "reclassify"] == []
     assert resp.headers["X-DSS-Range-Class"] == "0-2-26"
+
+
+def test_large_object_manifest_ranges_refer_to_the_whole_object(swift: Swift) -> None:
+    name = new_name()
+    segment = payload(600_000)
+    for i in (1, 2):
+        assert swift.request("PUT", f"c1/{name}-seg{i}", data=segment).status_code == 201
+    manifest = [{"path": f"c1/{name}-seg{i}"} for i in (1, 2)]
+    # Sectors 2000-2099 lie far beyond the manifest's own few hundred bytes, inside the
+    # 1.2 MB object it describes.
+    resp = swift.request(
+        "PUT",
+        f"c1/{name}",
+        params={"multipart-manifest": "put"},
+        json=manifest,
+        headers={"X-DSS-Range-Class": "2000-100-29"},
+    )
+    assert resp.status_code == 201, resp.text
+    assert classes_of(swift, name) == {
+        "X-Dss-Object-Class": "0",
+        "X-Dss-Range-Class": "2000-100-29",
+    }
+    assert swift.request("GET", f"c1/{name}").content == segment * 2
+    bad = swift.request(
+        "PUT",
+        f"c1/{name}-bad",
+        params={"multipart-manifest": "put"},
+        json=manifest,
+        headers={"X-DSS-Range-Class": "2400-100-29"},
+    )
+    assert bad.status_code == 400 and "object has 2344" in bad.text
