@@ -9,7 +9,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import boto3
 import requests
+from botocore.config import Config
 from swiftclient.client import get_auth
 
 
@@ -73,3 +75,15 @@ def byte_classes(entries: list[RecordedIO], op: str, size: int) -> list[int | No
 
 def payload(size: int, seed: int = 0) -> bytes:
     return (bytes(range(256)) * (size // 256 + 1))[:size] if seed == 0 else os.urandom(size)
+
+
+def s3_client(cluster: object) -> object:
+    """A plain boto3 S3 client (path-style SigV4) for a cluster's s3api."""
+    return boto3.client(
+        "s3",
+        endpoint_url=cluster.proxy_url,
+        aws_access_key_id=cluster.s3_access_key,
+        aws_secret_access_key=cluster.s3_secret_key,
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import uuid
 
-import boto3
 import pytest
-from botocore.config import Config
 
-from .helpers import Swift, payload
+from .helpers import Swift, payload, s3_client
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def s3(saio: object):
-    client = boto3.client(
-        "s3",
-        endpoint_url=saio.proxy_url,
-        aws_access_key_id=saio.s3_access_key,
-        aws_secret_access_key=saio.s3_secret_key,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"),
-    )
+    client = s3_client(saio)
     client.create_bucket(Bucket="s3plain")
     return client
 

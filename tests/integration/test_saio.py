@@ -10,14 +10,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
 import swiftclient
-from botocore.config import Config
 from click.testing import CliRunner
 from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, read_proc
 
 from swift_dss.cli import main
+
+from .helpers import s3_client
 
 pytestmark = pytest.mark.integration
 
@@ -83,14 +83,7 @@ def test_swift_put_get(cluster: Saio) -> None:
 
 
 def test_s3_put_get(cluster: Saio) -> None:
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=cluster.proxy_url,
-        aws_access_key_id=cluster.s3_access_key,
-        aws_secret_access_key=cluster.s3_secret_key,
-        region_name="us-east-1",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
+    s3 = s3_client(cluster)
     s3.create_bucket(Bucket="bucket1")
     s3.put_object(Bucket="bucket1", Key="k/1", Body=b"s3 data")
     assert s3.get_object(Bucket="bucket1", Key="k/1")["Body"].read() == b"s3 data"
