@@ -1,0 +1,294 @@
+"""``dss loadgen``: run a workload, sweep parallelism x size, emulate a client cache."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
+
+
+def _creds(user: str, key: str, auth_url: str | None, region: str) -> Credentials:
+    return Credentials(user=user, key=key, auth_url=auth_url, region=region)
+
+
+def endpoint_options(default_protocol: str):
+    def wrap(f):
+        for opt in reversed(
+            [
+                click.option("--endpoint", default=DEFAULT_ENDPOINT, show_default=True),
+                click.option(
+                    "--protocol",
+                    type=click.Choice(["swift", "s3"]),
+                    default=default_protocol,
+                    show_default=True,
+                ),
+                click.option(
+                    "--user",
+                    default=DEFAULT_USER,
+                    show_default=True,
+                    help="tempauth user, or S3 access key",
+                ),
+                click.option(
+                    "--key", default=DEFAULT_KEY, show_default=True, help="or S3 secret key"
+                ),
+                click.option("--auth-url", default=None, help="default: ENDPOINT/auth/v1.0"),
+                click.option("--region", default="us-east-1", show_default=True),
+            ]
+        ):
+            f = opt(f)
+        return f
+
+    return wrap
+
+
+@click.group(help="Load generation with data classes (docs/loadgen.md).")
+def loadgen() -> None:
+    pass
+
+
+@loadgen.command(help="Run WORKLOAD (a YAML file or a shipped name: paper, specsfs, email).")
+@click.argument("workload")
+@endpoint_options("swift")
+@click.option("--scale", type=float, default=None, help="multiply every object size")
+@click.option("--count-scale", type=float, default=None, help="multiply every phase's count")
+@click.option("--duration-scale", type=float, default=None, help="multiply every duration")
+@click.option("--seed", type=int, default=None)
+@click.option("--concurrency", type=click.IntRange(1, 100_000), default=None)
+@click.option("--processes", type=click.IntRange(1, 1024), default=None)
+@click.option("--containers", type=click.IntRange(1, 100_000), default=None)
+@click.option("--timeout", type=float, default=None, help="seconds per request")
+@click.option("--verify", is_flag=True, help="check every GET body against what was PUT")
+@click.option("--no-plots", is_flag=True)
+@click.option("--quiet", is_flag=True, help="no progress display")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+def run(
+    workload: str,
+    endpoint: str,
+    protocol: str,
+    user: str,
+    key: str,
+    auth_url: str | None,
+    region: str,
+    scale: float | None,
+    count_scale: float | None,
+    duration_scale: float | None,
+    seed: int | None,
+    concurrency: int | None,
+    processes: int | None,
+    containers: int | None,
+    timeout: float | None,
+    verify: bool,
+    no_plots: bool,
+    quiet: bool,
+    out: Path,
+) -> None:
+    from rich.console import Console
+    from swift_dss.loadgen import report, runner
+    from swift_dss.loadgen.progress import RunProgress
+    from swift_dss.loadgen.workload import WorkloadError, load
+
+    try:
+        w = load(workload).with_options(
+            scale=scale,
+            count_scale=count_scale,
+            seed=seed,
+            concurrency=concurrency,
+            processes=processes,
+            containers=containers,
+            timeout=timeout,
+            duration_scale=duration_scale,
+        )
+    except WorkloadError as err:
+        raise click.ClickException(str(err)) from err
+    console = Console(stderr=True)
+    started = time.time()
+    creds = _creds(user, key, auth_url, region)
+    try:
+        if quiet:
+            result = runner.run(w, endpoint, protocol, creds, verify)
+        else:
+            with RunProgress(w, console) as progress:
+                result = runner.run(w, endpoint, protocol, creds, verify, progress)
+    except (OSError, RuntimeError) as err:
+        raise click.ClickException(str(err)) from err
+    doc = runner.document(w, endpoint, protocol, result, started)
+    path = report.write_run(out, doc, result.recorder, plots=not no_plots)
+    print_rows(console, doc["rows"])
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    click.echo(f"results in {path}")
+
+
+def print_rows(console: object, rows: list[dict]) -> None:
+    from rich.table import Table
+
+    table = Table("phase", "op", "type", "class", "ops", "fail", "ops/s", "MB/s", "mean ms",
+                  "p50", "p99")  # fmt: skip
+    for r in rows:
+        table.add_row(
+            r["phase"], r["op"], str(r["type"] or "*"), str("*" if r["class"] is None and
+            r["type"] is None else r["class"]), str(r["ops"]), str(r["failures"]),
+            f"{r['ops_per_s']:.1f}", f"{r['mbps']:.2f}", _ms(r["lat_mean_ms"]),
+            _ms(r["lat_p50_ms"]), _ms(r["lat_p99_ms"]),
+        )  # fmt: skip
+    console.print(table)  # type: ignore[attr-defined]
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+@loadgen.command(name="workloads", help="List the shipped workloads.")
+def workloads() -> None:
+    from swift_dss.loadgen.workload import load, shipped
+
+    for name, path in sorted(shipped().items()):
+        w = load(path)
+        click.echo(f"{name:10} {len(w.types)} types, phases: {', '.join(p.name for p in w.phases)}")
+
+
+@loadgen.command(name="sweep", help="Parallelism x object size x PUT/GET (Hou et al.).")
+@endpoint_options("s3")
+@click.option("--parallelism", default="1,2,4,8,16,32,64", show_default=True)
+@click.option("--sizes", default="1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB", show_default=True)
+@click.option("--ops", default="put,get", show_default=True)
+@click.option("--repetitions", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--warmup", type=click.IntRange(0, 1000), default=1, show_default=True,
+              help="unrecorded requests per connection first")  # fmt: skip
+@click.option("--budget", default="64MiB", show_default=True, help="bytes per measured run")
+@click.option("--max-requests", type=click.IntRange(1), default=2000, show_default=True)
+@click.option("--time-cap", type=float, default=10.0, show_default=True,
+              help="seconds per measured run")  # fmt: skip
+@click.option("--timeout", type=float, default=120.0, show_default=True)
+@click.option("--class", "cls", type=click.IntRange(0, 255), default=None,
+              help="class sent with every PUT")  # fmt: skip
+@click.option("--container", default="dss-sweep", show_default=True)
+@click.option("--keep", is_flag=True, help="leave the objects in place")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+def sweep_cmd(
+    endpoint: str,
+    protocol: str,
+    user: str,
+    key: str,
+    auth_url: str | None,
+    region: str,
+    parallelism: str,
+    sizes: str,
+    ops: str,
+    repetitions: int,
+    warmup: int,
+    budget: str,
+    max_requests: int,
+    time_cap: float,
+    timeout: float,
+    cls: int | None,
+    container: str,
+    keep: bool,
+    out: Path,
+) -> None:
+    from rich.console import Console
+    from swift_dss.client.sizes import parse_size
+    from swift_dss.loadgen.sweep import SweepConfig, parse_list, sweep, table
+
+    console = Console(stderr=True)
+    try:
+        cfg = SweepConfig(
+            parallelism=parse_list(parallelism, int),
+            sizes=parse_list(sizes, parse_size),
+            ops=parse_list(ops, str.lower),
+            repetitions=repetitions,
+            warmup=warmup,
+            budget=parse_size(budget),
+            max_requests=max_requests,
+            time_cap=time_cap,
+            timeout=timeout,
+            container=container,
+            cls=cls,
+            cleanup=not keep,
+        )
+    except ValueError as err:
+        raise click.ClickException(str(err)) from err
+    if not cfg.parallelism or min(cfg.parallelism) < 1 or not cfg.sizes:
+        raise click.ClickException("parallelism must be >= 1 and at least one size is needed")
+    if not set(cfg.ops) <= {"put", "get"} or not cfg.ops:
+        raise click.ClickException("--ops takes put and/or get")
+    try:
+        doc = sweep(endpoint, protocol, _creds(user, key, auth_url, region), cfg, out,
+                    progress=lambda m: console.log(m))  # fmt: skip
+    except (OSError, RuntimeError) as err:
+        raise click.ClickException(str(err)) from err
+    for op in cfg.ops:
+        click.echo(table(doc["rows"], op))
+        b = doc["best"][op]
+        click.echo(f"best {op}: {b['size_label']} x {b['parallelism']}: {b['mbps']:.2f} MB/s\n")
+    click.echo(f"results in {out / 'results.json'}")
+
+
+@loadgen.command(name="locustfile", help="Print the path of the workload-driven locustfile.")
+def locustfile() -> None:
+    click.echo(Path(__file__).with_name("locustfile.py"))
+
+
+@loadgen.command(name="cache-study", help="Client chunk cache with prefetching over a trace.")
+@endpoint_options("s3")
+@click.option("--chunk-sizes", default="64KiB,1MiB,4MiB", show_default=True)
+@click.option("--cache", "cache_size", default="8MiB", show_default=True)
+@click.option("--max-window", type=click.IntRange(1, 1024), default=8, show_default=True)
+@click.option("--parallelism", type=click.IntRange(1, 1024), default=16, show_default=True)
+@click.option("--trace", type=click.Path(exists=True, path_type=Path), default=None,
+              help="CSV op,file,offset,length (default: a synthetic trace)")  # fmt: skip
+@click.option("--files", type=click.IntRange(1), default=12, show_default=True)
+@click.option("--accesses", type=click.IntRange(1), default=400, show_default=True)
+@click.option("--max-file-size", default="8MiB", show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+def cache_study_cmd(
+    endpoint: str,
+    protocol: str,
+    user: str,
+    key: str,
+    auth_url: str | None,
+    region: str,
+    chunk_sizes: str,
+    cache_size: str,
+    max_window: int,
+    parallelism: int,
+    trace: Path | None,
+    files: int,
+    accesses: int,
+    max_file_size: str,
+    seed: int,
+    out: Path,
+) -> None:
+    from rich.console import Console
+    from swift_dss.client.sizes import parse_size
+    from swift_dss.loadgen.cache_study import StudyConfig, read_trace, study, synthetic_trace
+    from swift_dss.loadgen.protocols import connect
+    from swift_dss.loadgen.sweep import parse_list
+
+    console = Console(stderr=True)
+    try:
+        cfg = StudyConfig(chunk_sizes=parse_list(chunk_sizes, parse_size),
+                          cache_bytes=parse_size(cache_size), max_window=max_window,
+                          parallelism=parallelism, seed=seed)  # fmt: skip
+        if trace is not None:
+            sizes, accesses_list = read_trace(trace)
+        else:
+            sizes, accesses_list = synthetic_trace(
+                files, accesses, max_size=parse_size(max_file_size), seed=seed
+            )
+        proto = connect(endpoint, protocol, _creds(user, key, auth_url, region))
+        doc = study(proto, cfg, sizes, accesses_list, out, progress=lambda m: console.log(m))
+    except (OSError, RuntimeError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    for r in doc["rows"]:
+        click.echo(
+            f"{r['chunk_label']:>8} prefetch={r['prefetch']!s:5} read {r['read_lat_mean_ms']} ms "
+            f"(hit {r['read_hit_ratio']}), write {r['write_lat_mean_ms']} ms "
+            f"(hit {r['write_hit_ratio']}), fetched {r['mb_fetched']} MB"
+        )
+    click.echo(f"results in {out / 'results.json'}")

@@ -1,0 +1,141 @@
+"""Locust driven by a loadgen workload file: the same object types, sizes and classes.
+
+    DSS_WORKLOAD=paper DSS_SCALE=0.001 locust -f $(dss loadgen locustfile) \
+        --host http://127.0.0.1:8080                      # web UI on :8089
+    DSS_WORKLOAD=paper DSS_SCALE=0.001 locust -f $(dss loadgen locustfile) \
+        --host http://127.0.0.1:8080 --headless -u 20 -r 20 -t 1m --csv run/locust
+
+Environment: DSS_WORKLOAD (a shipped name or a YAML path), DSS_SCALE (object sizes),
+DSS_PROTOCOL (swift or s3), DSS_USER / DSS_KEY (default the all-in-one's), DSS_SEED.
+
+Locust has no phases with barriers, so the phases' object operations become weighted
+tasks: each op weighs the requests the workload gives it (count, or 1 per mix weight for
+a phase bounded by time). Each user writes its own objects and reads and deletes only
+those. Requests are named "op type cN" (so the UI's table splits by type and class) and
+carry {"type", "class", "size"} as the event context. The client is Locust's
+FastHttpUser (geventhttpclient, gevent-friendly); it needs each body in memory, so keep
+sizes small with DSS_SCALE.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+from dataclasses import dataclass
+
+from locust import FastHttpUser, between, task
+from swift_dss.loadgen.payload import PayloadSource
+from swift_dss.loadgen.plan import Plan
+from swift_dss.loadgen.protocols import S3, Credentials, Swift
+from swift_dss.loadgen.workload import Workload, load
+
+WORKLOAD: Workload = load(os.environ.get("DSS_WORKLOAD", "paper")).with_options(
+    scale=float(os.environ["DSS_SCALE"]) if "DSS_SCALE" in os.environ else None,
+    seed=int(os.environ["DSS_SEED"]) if "DSS_SEED" in os.environ else None,
+)
+PROTOCOL = os.environ.get("DSS_PROTOCOL", "swift")
+CREDS = Credentials(
+    os.environ.get("DSS_USER", Credentials.user), os.environ.get("DSS_KEY", Credentials.key)
+)
+PAYLOAD = PayloadSource(WORKLOAD.seed)
+_user_ids = itertools.count()
+
+
+def op_weights(w: Workload) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for phase in w.phases:
+        total = sum(x for _, x in phase.mix)
+        n = phase.count if phase.count is not None else 1
+        for op, x in phase.mix:
+            if op in ("put", "get", "head", "delete"):
+                weights[op] = weights.get(op, 0) + n * x / total
+    # A delete phase without a count removes what was put.
+    if "delete" in weights and weights["delete"] <= 1 and "put" in weights:
+        weights["delete"] = weights["put"]
+    return weights or {"put": 1.0}
+
+
+WEIGHTS = op_weights(WORKLOAD)
+
+
+@dataclass
+class Obj:
+    id: int
+    type: str
+    cls: int | None
+    size: int
+    container: str
+    name: str
+
+
+class WorkloadUser(FastHttpUser):
+    wait_time = between(0, 0)
+
+    def on_start(self) -> None:
+        self.uid = next(_user_ids)
+        self.rng = random.Random(f"{WORKLOAD.seed}:locust:{self.uid}")
+        self.plan = Plan(WORKLOAD)
+        self.objects: list[Obj] = []
+        self.ops = list(WEIGHTS)
+        self.cum = list(itertools.accumulate(WEIGHTS.values()))
+        if PROTOCOL == "swift":
+            with self.client.get(
+                "/auth/v1.0",
+                headers={"X-Auth-User": CREDS.user, "X-Auth-Key": CREDS.key},
+                name="auth",
+                catch_response=True,
+            ) as resp:
+                url = resp.headers.get("X-Storage-Url", "")
+                self.proto: Swift | S3 = Swift(url, resp.headers.get("X-Auth-Token", ""))
+        else:
+            self.proto = S3(self.host, CREDS.user, CREDS.key)
+        self.container = self.plan.container(self.uid % WORKLOAD.containers)
+        wire = self.proto.container("PUT", self.container)
+        self.client.request(
+            "PUT", wire.url, headers=_headers(wire.headers), name="create_container"
+        )
+
+    @task
+    def step(self) -> None:
+        op = self.ops[min(len(self.ops) - 1, _bisect(self.cum, self.rng.random() * self.cum[-1]))]
+        if op == "put" or not self.objects:
+            self._put()
+        elif op == "delete":
+            obj = self.objects.pop(self.rng.randrange(len(self.objects)))
+            self._send("DELETE", "delete", obj)
+        else:
+            self._send("GET" if op == "get" else "HEAD", op, self.rng.choice(self.objects))
+
+    def _put(self) -> None:
+        lo = self.plan._new_object(self.rng)
+        obj = Obj(lo.id * 10_000 + self.uid, lo.type.name, lo.cls, lo.size, self.container,
+                  f"{lo.name}-u{self.uid}")  # fmt: skip
+        self._send("PUT", "put", obj, PAYLOAD.whole(obj.id, obj.size))
+        self.objects.append(obj)
+
+    def _send(self, method: str, op: str, obj: Obj, body: bytes | None = None) -> None:
+        wire = self.proto.object(method, obj.container, obj.name, obj.cls)
+        self.client.request(
+            method,
+            wire.url,
+            data=body,
+            headers=_headers(wire.headers),
+            name=f"{op} {obj.type} c{obj.cls}",
+            context={"type": obj.type, "class": obj.cls, "size": obj.size},
+        )
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    out = {}
+    for line in lines:
+        k, _, v = line.partition(":")
+        if v.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+def _bisect(cum: list[float], x: float) -> int:
+    import bisect
+
+    return bisect.bisect_right(cum, x)

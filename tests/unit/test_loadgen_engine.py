@@ -1,0 +1,169 @@
+"""The engine against a local HTTP server: failure accounting, reproducibility, processes."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from swift_dss.loadgen import runner
+from swift_dss.loadgen.localserver import LocalServer
+from swift_dss.loadgen.workload import Workload, parse
+
+from swift_dss.cli import main
+
+KIB = 1024
+
+
+def workload(puts: int = 30, gets: int = 30, **extra: object) -> Workload:
+    data = {
+        "name": "t",
+        "seed": 11,
+        "containers": 2,
+        "concurrency": 3,
+        "timeout": 5,
+        "types": [
+            {"name": "Doc", "share": 2, "class": 25, "sizes": [[4 * KIB, 50], [64 * KIB, 100]]},
+            {"name": "Pic", "share": 1, "class": 26, "sizes": [[300 * KIB, 100]]},
+        ],
+        "phases": [
+            {"op": "create_containers"},
+            {"op": "put", "count": puts},
+            {"op": "get", "count": gets},
+            {"op": "delete"},
+        ],
+    }
+    data.update(extra)
+    return parse(data)
+
+
+def summary(result: runner.RunResult) -> dict[str, dict]:
+    return {r["op"]: r for r in result.recorder.rows() if r["type"] is None}
+
+
+def test_every_failure_is_counted_with_its_outcome() -> None:
+    faults = ["status:503@5", "reset@7", "stall@11"]
+    with LocalServer(faults=faults) as srv:
+        w = workload(timeout=0.5).with_options(timeout=0.5)
+        result = runner.run(w, srv.url, "swift")
+        served = collections.Counter(r.outcome for r in srv.log if r.path.count("/") >= 4)
+    client: collections.Counter[str] = collections.Counter()
+    for row in summary(result).values():
+        client.update(row["codes"])
+    assert served["503"] > 0 and served["reset"] > 0 and served["stall"] > 0
+    assert client["503"] == served["503"]
+    assert client["reset"] == served["reset"]
+    assert client["timeout"] == served["stall"]
+    rows = summary(result)
+    assert sum(r["failures"] for r in rows.values()) == sum(
+        n for code, n in client.items() if not code.startswith("2")
+    )
+    # Latency histograms hold successes only.
+    put = next(c for k, c in result.recorder.grouped(2).items() if k == ("put", "put"))
+    assert put.lat.get_total_count() == put.ops - put.failures
+
+
+def requests_seen(w: Workload) -> list[tuple[str, str, int, str | None]]:
+    with LocalServer() as srv:
+        runner.run(w, srv.url, "swift")
+        return [(r.method, r.path, r.length, r.cls) for r in srv.log if r.path.startswith("/v1/")]
+
+
+def test_the_seed_reproduces_the_request_sequence() -> None:
+    w = workload(concurrency=1)
+    first = requests_seen(w)
+    assert first == requests_seen(w)
+    assert first != requests_seen(w.with_options(seed=12))
+    puts = [r for r in first if r[0] == "PUT" and r[1].count("/") == 4]
+    assert {r[3] for r in puts} == {"25", "26"}
+
+
+def test_processes_merge_into_one_record_and_bodies_verify() -> None:
+    with LocalServer(store=True) as srv:
+        w = workload(puts=40, gets=60, concurrency=4, processes=2)
+        result = runner.run(w, srv.url, "swift", verify=True)
+    rows = summary(result)
+    assert (rows["put"]["ops"], rows["get"]["ops"], rows["delete"]["ops"]) == (40, 60, 40)
+    assert all(r["failures"] == 0 for r in rows.values())
+    assert result.client["processes"] == 2
+    get = result.recorder.grouped(2)[("get", "get")]
+    assert get.lat.get_total_count() == 60
+
+
+def test_verify_catches_wrong_bodies() -> None:
+    # Without store the server answers zeros of the right length.
+    with LocalServer() as srv:
+        result = runner.run(workload(puts=5, gets=5), srv.url, "swift", verify=True)
+    assert summary(result)["get"]["codes"] == {"corrupt": 5}
+
+
+def test_duration_bounded_mix_ends_and_reads_only_written_objects() -> None:
+    phases = [
+        {"op": "create_containers"},
+        {"name": "mixed", "mix": {"put": 1, "get": 3, "delete": 1}, "duration": 0.5},
+        {"op": "delete"},
+    ]
+    with LocalServer(store=True) as srv:
+        result = runner.run(workload(phases=phases), srv.url, "s3", verify=True)
+    codes: collections.Counter[str] = collections.Counter()
+    for r in summary(result).values():
+        codes.update(r["codes"])
+    assert not [c for c in codes if not c.startswith("2")]
+    assert summary(result)["get"]["ops"] > 0
+
+
+def test_s3_requests_are_signed_and_carry_classes(tmp_path: Path) -> None:
+    with LocalServer() as srv:
+        runner.run(workload(puts=6, gets=2), srv.url, "s3")
+        puts = [r for r in srv.log if r.method == "PUT" and r.path.count("/") == 2]
+    assert len(puts) == 6 and {r.cls for r in puts} <= {"25", "26"}
+
+
+def test_cli_run_writes_results_csv_and_plots(tmp_path: Path) -> None:
+    wl = tmp_path / "w.yaml"
+    wl.write_text(json.dumps({**json.loads(json.dumps(_raw())), "name": "cli"}))
+    with LocalServer() as srv:
+        res = CliRunner().invoke(
+            main,
+            [
+                "loadgen",
+                "run",
+                str(wl),
+                "--endpoint",
+                srv.url,
+                "--out",
+                str(tmp_path / "o"),
+                "--quiet",
+                "--scale",
+                "0.5",
+            ],
+        )
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert doc["workload"] == "cli" and doc["scale"] == 0.5
+    ops = {(r["phase"], r["op"], r["type"], r["class"]) for r in doc["rows"]}
+    assert ("put", "put", None, None) in ops and ("put", "put", "Doc", 25) in ops
+    for name in ("results.csv", "sizes.csv", "timeseries.csv", "bandwidth.png",
+                 "latency_cdf.png", "failures.png"):  # fmt: skip
+        assert (tmp_path / "o" / name).stat().st_size > 0
+
+
+def _raw() -> dict:
+    return {
+        "types": [{"name": "Doc", "class": 25, "sizes": [[8 * KIB, 100]]}],
+        "containers": 2,
+        "phases": [
+            {"op": "create_containers"},
+            {"op": "put", "count": 10},
+            {"op": "get", "count": 10},
+            {"op": "delete"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("bad", ["nope.yaml"])
+def test_cli_names_a_missing_workload(bad: str, tmp_path: Path) -> None:
+    res = CliRunner().invoke(main, ["loadgen", "run", bad, "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "shipped" in res.output

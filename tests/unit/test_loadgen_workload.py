@@ -1,0 +1,141 @@
+"""Workload files: parsing, the shipped workloads, size sampling, the request plan."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import pytest
+from swift_dss.loadgen.plan import Plan
+from swift_dss.loadgen.workload import WorkloadError, load, parse, shipped
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+
+def small(**extra: object) -> dict:
+    data = {
+        "name": "t",
+        "seed": 7,
+        "containers": 3,
+        "types": [
+            {"name": "A", "share": 3, "class": 25, "sizes": [[4 * KIB, 50], [64 * KIB, 100]]},
+            {"name": "B", "share": 1, "class": 26, "size": 1000},
+        ],
+        "phases": [
+            {"op": "create_containers"},
+            {"op": "put", "count": 40},
+            {"name": "mixed", "mix": {"get": 2, "put": 1, "delete": 1}, "count": 40},
+            {"op": "delete"},
+        ],
+    }
+    data.update(extra)
+    return data
+
+
+def test_shipped_workloads_load() -> None:
+    assert {"paper", "specsfs", "email"} <= set(shipped())
+    for name in shipped():
+        assert load(name).types
+
+
+def test_paper_workload_is_table_one() -> None:
+    w = load("paper")
+    assert [t.name for t in w.types] == ["Files", "Picture", "Music", "Video", "VMDK"]
+    assert [t.share for t in w.types] == [60, 35, 4, 0.9, 0.1]
+    assert [t.cls for t in w.types] == [25, 26, 27, 28, 29]
+    assert (w.large_above, w.large_class) == (10 * MIB, 31)
+    assert w.containers == 100
+    assert [(p.op, p.count) for p in w.phases] == [
+        ("create_containers", None), ("put", 26000), ("get", 100000), ("delete", None)
+    ]  # fmt: skip
+    music = w.types[2]
+    # Music: 0.8% <= 1 MB, 52.3% <= 5 MB, 39.6% <= 10 MB, 7.3% <= 50 MB.
+    rng = random.Random(1)
+    counts = collections.Counter(music.draw(rng)[1].high for _ in range(20000))
+    assert counts[512 * KIB] == 0 and counts[64 * KIB] == 0
+    assert abs(counts[5 * MIB] / 20000 - 0.523) < 0.02
+    assert abs(counts[10 * MIB] / 20000 - 0.396) < 0.02
+    vmdk = w.types[4]
+    sizes = [vmdk.draw(rng)[0] for _ in range(200)]
+    assert all(GIB < s <= 5 * GIB for s in sizes)
+    # Every VMDK object is large, so it is sent with USER7.
+    assert {w.class_for(vmdk, s) for s in sizes} == {31}
+    assert w.class_for(w.types[0], 64 * KIB) == 25
+
+
+def test_discrete_sizes_and_classes_by_size() -> None:
+    w = load("specsfs")
+    rng = random.Random(3)
+    t = w.types[0]
+    sizes = {t.draw(rng)[0] for _ in range(5000)}
+    assert sizes <= {b.high for b in t.buckets}
+    assert 10 * MIB not in sizes  # 0% in Table 8
+    assert t.class_for(4 * KIB) == 11 and t.class_for(4 * KIB + 1) == 12
+    assert t.class_for(32 * MIB) == 18
+    mix = dict(w.phases[2].mix)
+    assert mix == {"get": 2, "put": 1}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"types": []}, "at least one object type"),
+        ({"phases": [{"op": "put"}]}, "needs a count or a duration"),
+        ({"phases": [{"op": "copy", "count": 1}]}, "unknown op"),
+        ({"phases": [{"mix": {"get": 1, "create_containers": 1}, "count": 1}]}, "cannot be mixed"),
+        ({"types": [{"name": "A", "sizes": [[10, 50], [5, 100]]}]}, "must increase"),
+        ({"types": [{"name": "A", "class": 300, "size": 1}]}, "class 300"),
+        ({"bogus": 1}, "unknown keys bogus"),
+        ({"container_prefix": "a/b"}, "container_prefix"),
+    ],
+)
+def test_bad_workloads_are_refused_with_the_reason(change: dict, message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        parse(small(**change))
+
+
+def test_scale_shrinks_sizes_but_keeps_buckets_and_classes() -> None:
+    w = parse(small())
+    full = [r for r in Plan(w).requests(1)]
+    tiny = [r for r in Plan(w.with_options(scale=0.01)).requests(1)]
+    assert [(r.type, r.bucket, r.cls, r.name) for r in full] == [
+        (r.type, r.bucket, r.cls, r.name) for r in tiny
+    ]
+    assert all(t.size == max(1, round(f.size * 0.01)) for f, t in zip(full, tiny, strict=True))
+
+
+def all_requests(plan: Plan) -> list[tuple]:
+    return [
+        (i, r.op, r.container, r.name, r.size, r.cls)
+        for i in range(len(plan.w.phases))
+        for r in plan.requests(i)
+    ]
+
+
+def test_seed_fixes_the_request_sequence() -> None:
+    w = parse(small())
+    assert all_requests(Plan(w)) == all_requests(Plan(w))
+    assert all_requests(Plan(w)) != all_requests(Plan(w.with_options(seed=8)))
+
+
+def test_processes_split_the_plan_without_overlap() -> None:
+    w = parse(small())
+    whole = sorted(all_requests(Plan(w)))
+    parts = [all_requests(Plan(w, k, 3)) for k in range(3)]
+    assert sorted(r for p in parts for r in p) == whole
+    # Every request on an object comes from the process that owns it.
+    for k, part in enumerate(parts):
+        assert all(int(name.rsplit("-", 1)[1]) % 3 == k for _, _, _, name, _, _ in part if name)
+
+
+def test_plan_never_reads_a_deleted_object_and_deletes_everything() -> None:
+    w = parse(small())
+    live: set[str] = set()
+    for op, _container, name in [(r[1], r[2], r[3]) for r in all_requests(Plan(w))]:
+        if op == "put":
+            live.add(name)
+        elif op in ("get", "delete"):
+            assert name in live
+            if op == "delete":
+                live.discard(name)
+    assert not live
