@@ -44,10 +44,11 @@ def _run(name: str, out: Path, rounds: int | None) -> None:
     module, func = bench.target.split(":")
     run = getattr(importlib.import_module(module), func)
     figures = run(out, rounds or bench.rounds, progress=lambda m: console.log(m))
-    path = write_report(out, bench.title, figures, bench.goal)
+    path = write_report(out, bench.title, figures)
     print_table(figures)
-    worst = min(f.ratio for f in figures)
-    click.echo(f"{name}: worst ratio {worst:.3f} (goal {bench.goal}); results in {path}")
+    missed = [f.name for f in figures if f.met is False]
+    verdict = f"goal missed by {', '.join(missed)}" if missed else "every goal met"
+    click.echo(f"{name}: {verdict}; results in {path}")
 
 
 @click.command(help="Run a benchmark (or `all`) and write DIR/bench.json.")

@@ -110,6 +110,7 @@ def measure(
                     scale / statistics.median(times["ours"]),
                     scale / statistics.median(times["baseline"]),
                     unit,
+                    goal=0.97,
                 )
             )
     return figures

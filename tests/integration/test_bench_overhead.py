@@ -21,7 +21,8 @@ def test_overhead_bench_writes_its_figures(tmp_path: Path) -> None:
     figures = json.loads((tmp_path / "bench.json").read_text())
     assert [f["name"] for f in figures] == ["PUT 4KiB", "GET 4KiB", "PUT 4MiB", "GET 4MiB"]
     for f in figures:
-        assert set(f) == {"name", "ours", "baseline", "ratio", "unit"}
+        assert set(f) == {"name", "ours", "baseline", "ratio", "unit", "goal"}
+        assert f["goal"] == 0.97
         assert f["ours"] > 0 and f["baseline"] > 0
         assert f["ratio"] == pytest.approx(f["ours"] / f["baseline"], rel=1e-3)
     assert (tmp_path / "bench.png").stat().st_size > 0
