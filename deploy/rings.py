@@ -1,9 +1,11 @@
-"""Account, container and object rings for a single-node cluster, built in-process."""
+"""Account, container and object rings, built in-process: for the single-node cluster
+(`build_rings`) and for clusters of many nodes (`build_ring_from_devices`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from swift.common.ring import RingBuilder
 
@@ -25,21 +27,32 @@ def build_ring(
 
     Each device is its own zone, so that replicas land on distinct devices.
     """
-    if replicas > len(devices):
-        raise ValueError(f"{replicas} replicas need at least {replicas} devices")
+    devs = [
+        {"region": 1, "zone": zone, "ip": "127.0.0.1", "port": port, "device": device}
+        for zone, device in enumerate(devices, start=1)
+    ]
     # min_part_hours 0: a fresh ring may be rebalanced at once (nothing to protect yet).
-    builder = RingBuilder(part_power, replicas, 0)
-    for zone, device in enumerate(devices, start=1):
-        builder.add_dev(
-            {
-                "region": 1,
-                "zone": zone,
-                "ip": "127.0.0.1",
-                "port": port,
-                "device": device,
-                "weight": 100.0,
-            }
-        )
+    build_ring_from_devices(path, devs, replicas, part_power, min_part_hours=0)
+
+
+def build_ring_from_devices(
+    path: Path,
+    devices: Iterable[Mapping[str, Any]],
+    replicas: int,
+    part_power: int = PART_POWER,
+    min_part_hours: int = 0,
+) -> None:
+    """Write PATH.builder and PATH.ring.gz placing REPLICAS copies over DEVICES.
+
+    Each device is a mapping with region, zone, ip, port, device and optionally weight
+    (default 100) and replication_ip / replication_port.
+    """
+    devs = list(devices)
+    if replicas > len(devs):
+        raise ValueError(f"{replicas} replicas need at least {replicas} devices")
+    builder = RingBuilder(part_power, replicas, min_part_hours)
+    for dev in devs:
+        builder.add_dev({"weight": 100.0, **dev})
     builder.rebalance()
     builder.save(str(path.with_suffix(".builder")))
     builder.get_ring().save(str(path.with_suffix(".ring.gz")))

@@ -105,9 +105,14 @@ def ini_lines(options: dict[str, str]) -> str:
     return "".join(f"{ini_value(k)} = {ini_value(v)}\n" for k, v in options.items())
 
 
-def render(template: str, dest: Path, values: dict[str, object]) -> None:
+def render_text(template: str, values: dict[str, object]) -> str:
+    """The template deploy/templates/TEMPLATE with its ${names} replaced by VALUES."""
     text = files("swift_dss.deploy").joinpath("templates", template).read_text()
-    dest.write_text(Template(text).substitute({k: str(v) for k, v in values.items()}))
+    return Template(text).substitute({k: str(v) for k, v in values.items()})
+
+
+def render(template: str, dest: Path, values: dict[str, object]) -> None:
+    dest.write_text(render_text(template, values))
 
 
 def port_in_use(port: int) -> bool:

@@ -22,6 +22,8 @@ COMMANDS = {
     "classfile": "swift_dss.client.cli:classfile",
     "bench": "swift_dss.bench.cli:bench",
     "loadgen": "swift_dss.loadgen.cli:loadgen",
+    "deploy": "swift_dss.deploy.deploy_cli:deploy",
+    "reliability": "swift_dss.deploy.reliability:reliability",
 }
 
 

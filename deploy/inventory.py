@@ -1,0 +1,300 @@
+"""The inventory of a multi-node swift-dss cluster: what `dss deploy generate` reads.
+
+The format (YAML) is documented in docs/deployment.md; `load_inventory` turns a file into an
+`Inventory` and refuses anything inconsistent with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Swift's customary ports; each storage node runs all three servers.
+DEFAULT_PORTS = {"account": 6202, "container": 6201, "object": 6200}
+TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+class InventoryError(Exception):
+    """An inventory that cannot be deployed, with a one-line reason."""
+
+
+@dataclass
+class Device:
+    name: str
+    weight: float = 100.0
+    #: Backing directories of the device's dss-tier mount; both or neither.
+    ssd: str | None = None
+    hdd: str | None = None
+    #: Per-device overrides of the cluster's tier settings (mode, cache_size, policy, ...).
+    tier: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tiered(self) -> bool:
+        return self.ssd is not None
+
+
+@dataclass
+class StorageNode:
+    name: str
+    ip: str
+    zone: int
+    region: int = 1
+    replication_ip: str | None = None
+    devices: list[Device] = field(default_factory=list)
+
+
+@dataclass
+class ProxyNode:
+    name: str
+    ip: str
+    port: int = 8080
+    bind_ip: str = "0.0.0.0"
+
+
+@dataclass
+class Cluster:
+    replicas: int = 3
+    part_power: int = 10
+    min_part_hours: int = 1
+    hash_path_prefix: str = ""
+    hash_path_suffix: str = ""
+    swift_dir: str = "/etc/swift"
+    devices_root: str = "/srv/node"
+    user: str = "swift"
+    bin_dir: str = "/usr/local/bin"
+    mount_check: bool = True
+    workers: str = "auto"
+    ports: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_PORTS))
+    memcache_servers: list[str] = field(default_factory=list)
+    #: Options of [object-replicator]; sync_method is always ssync.
+    replicator: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Inventory:
+    cluster: Cluster
+    proxies: list[ProxyNode]
+    storage: list[StorageNode]
+    #: [filter:dss] options of every proxy.
+    dss: dict[str, str] = field(default_factory=dict)
+    #: Extra [app:object-server] options of every storage node.
+    object_server: dict[str, str] = field(default_factory=dict)
+    #: dss-tier settings for tiered devices: mode, cache_size, policy, ssd_model, hdd_model.
+    tier: dict[str, str] = field(default_factory=dict)
+    #: tempauth users, "account:user" -> "key [groups]"; empty means no tempauth users.
+    tempauth_users: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def devices(self) -> list[tuple[StorageNode, Device]]:
+        return [(node, dev) for node in self.storage for dev in node.devices]
+
+    @property
+    def memcache_servers(self) -> list[str]:
+        return self.cluster.memcache_servers or [f"{p.ip}:11211" for p in self.proxies]
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def _strings(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InventoryError(f"{what} must be a mapping of option to value")
+    out = {}
+    for key, val in value.items():
+        if isinstance(val, bool):
+            val = "true" if val else "false"
+        if isinstance(val, dict | list) or val is None:
+            raise InventoryError(f"{what}.{key} must be a single value")
+        out[str(key)] = str(val)
+    return out
+
+
+def _fields(cls: type, data: Any, what: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise InventoryError(f"{what} must be a mapping")
+    known = set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InventoryError(
+            f"{what}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})"
+        )
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise InventoryError(f"{what}: {missing[0]!r} is required")
+    return dict(data)
+
+
+def _ip(value: Any, what: str) -> str:
+    try:
+        return str(ipaddress.ip_address(str(value)))
+    except ValueError:
+        raise InventoryError(f"{what}: {value!r} is not an IP address") from None
+
+
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise InventoryError(f"{what}: name {value!r} must be letters, digits, '.', '_' or '-'")
+    return value
+
+
+def _int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InventoryError(f"{what} must be an integer from {low} to {high}, not {value!r}")
+    return value
+
+
+def parse_device(data: Any, what: str) -> Device:
+    if isinstance(data, str):
+        data = {"name": data}
+    raw = _fields(Device, data, what, ("name",))
+    dev = Device(
+        name=_name(raw["name"], what),
+        weight=float(raw.get("weight", 100.0)),
+        ssd=None if raw.get("ssd") is None else str(raw["ssd"]),
+        hdd=None if raw.get("hdd") is None else str(raw["hdd"]),
+        tier=_strings(raw.get("tier"), f"{what}.tier"),
+    )
+    if (dev.ssd is None) != (dev.hdd is None):
+        raise InventoryError(f"{what}: a tiered device needs both ssd and hdd paths")
+    for path in (dev.ssd, dev.hdd):
+        if path is not None and not path.startswith("/"):
+            raise InventoryError(f"{what}: {path!r} must be an absolute path")
+    if dev.weight <= 0:
+        raise InventoryError(f"{what}: weight must be positive")
+    return dev
+
+
+def parse_storage(data: Any, what: str) -> StorageNode:
+    raw = _fields(StorageNode, data, what, ("name", "ip", "zone", "devices"))
+    devices = raw["devices"]
+    if not isinstance(devices, list) or not devices:
+        raise InventoryError(f"{what}: devices must be a non-empty list")
+    node = StorageNode(
+        name=_name(raw["name"], what),
+        ip=_ip(raw["ip"], f"{what}.ip"),
+        zone=_int(raw["zone"], f"{what}.zone", 0, 2**31),
+        region=_int(raw.get("region", 1), f"{what}.region", 0, 2**31),
+        replication_ip=None
+        if raw.get("replication_ip") is None
+        else _ip(raw["replication_ip"], f"{what}.replication_ip"),
+        devices=[parse_device(d, f"{what}.devices[{i}]") for i, d in enumerate(devices)],
+    )
+    names = [d.name for d in node.devices]
+    if len(set(names)) != len(names):
+        raise InventoryError(f"{what}: device names repeat")
+    return node
+
+
+def parse_proxy(data: Any, what: str) -> ProxyNode:
+    raw = _fields(ProxyNode, data, what, ("name", "ip"))
+    return ProxyNode(
+        name=_name(raw["name"], what),
+        ip=_ip(raw["ip"], f"{what}.ip"),
+        port=_int(raw.get("port", 8080), f"{what}.port", 1, 65535),
+        bind_ip=_ip(raw.get("bind_ip", "0.0.0.0"), f"{what}.bind_ip"),
+    )
+
+
+def parse_cluster(data: Any) -> Cluster:
+    raw = _fields(Cluster, data or {}, "cluster")
+    cluster = Cluster()
+    for key, value in raw.items():
+        if key == "ports":
+            ports = {**DEFAULT_PORTS, **(value or {})}
+            if set(ports) != set(DEFAULT_PORTS):
+                raise InventoryError("cluster.ports: only account, container and object")
+            cluster.ports = {k: _int(v, f"cluster.ports.{k}", 1, 65535) for k, v in ports.items()}
+        elif key == "memcache_servers":
+            if not isinstance(value, list):
+                raise InventoryError("cluster.memcache_servers must be a list of host:port")
+            cluster.memcache_servers = [str(v) for v in value]
+        elif key == "replicator":
+            cluster.replicator = _strings(value, "cluster.replicator")
+        elif key in ("replicas", "part_power", "min_part_hours"):
+            setattr(cluster, key, _int(value, f"cluster.{key}", 0, 32))
+        elif key == "mount_check":
+            if not isinstance(value, bool):
+                raise InventoryError("cluster.mount_check must be true or false")
+            cluster.mount_check = value
+        else:
+            setattr(cluster, key, str(value))
+    if cluster.replicas < 1:
+        raise InventoryError("cluster.replicas must be at least 1")
+    if not 1 <= cluster.part_power <= 24:
+        raise InventoryError("cluster.part_power must be from 1 to 24")
+    return cluster
+
+
+def parse_inventory(data: Any) -> Inventory:
+    if not isinstance(data, dict):
+        raise InventoryError("an inventory is a YAML mapping (cluster, proxies, storage, ...)")
+    raw = _fields(Inventory, data, "inventory", ("proxies", "storage"))
+    for key in ("proxies", "storage"):
+        if not isinstance(raw[key], list) or not raw[key]:
+            raise InventoryError(f"{key} must be a non-empty list")
+    inv = Inventory(
+        cluster=parse_cluster(raw.get("cluster")),
+        proxies=[parse_proxy(p, f"proxies[{i}]") for i, p in enumerate(raw["proxies"])],
+        storage=[parse_storage(s, f"storage[{i}]") for i, s in enumerate(raw["storage"])],
+        dss=_strings(raw.get("dss"), "dss"),
+        object_server=_strings(raw.get("object_server"), "object_server"),
+        tier=_strings(raw.get("tier"), "tier"),
+        tempauth_users=_strings(raw.get("tempauth_users"), "tempauth_users"),
+    )
+    validate(inv)
+    return inv
+
+
+def validate(inv: Inventory) -> None:
+    """Cross-checks that no single section can make on its own."""
+    names = [n.name for n in (*inv.proxies, *inv.storage)]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InventoryError(f"node name {dup[0]!r} is used twice")
+    ips = [n.ip for n in inv.storage]
+    dup = sorted({ip for ip in ips if ips.count(ip) > 1})
+    if dup:
+        raise InventoryError(f"storage ip {dup[0]} is used by two nodes")
+    devices = inv.devices
+    if inv.cluster.replicas > len(devices):
+        raise InventoryError(
+            f"{inv.cluster.replicas} replicas need at least as many devices ({len(devices)})"
+        )
+    zones = {(n.region, n.zone) for n in inv.storage}
+    if inv.cluster.replicas > len(zones):
+        # Swift would place two replicas in one zone: a zone failure could lose both.
+        raise InventoryError(
+            f"{inv.cluster.replicas} replicas need as many zones; the inventory has {len(zones)}"
+        )
+    if any(dev.tiered for _, dev in devices):
+        mode = inv.tier.get("mode", "dss")
+        if mode not in TIER_MODES:
+            raise InventoryError(f"tier.mode {mode!r} is not one of {', '.join(TIER_MODES)}")
+        for key in ("cache_size", "policy"):
+            if key not in inv.tier and not all(key in d.tier for _, d in devices if d.tiered):
+                raise InventoryError(f"tiered devices need tier.{key}")
+    if not inv.cluster.hash_path_prefix and not inv.cluster.hash_path_suffix:
+        raise InventoryError(
+            "cluster.hash_path_prefix/suffix are required: a secret shared by every node "
+            "(e.g. `openssl rand -hex 16`), never changed once objects are stored"
+        )
+
+
+def load_inventory(path: Path | str) -> Inventory:
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise InventoryError(f"cannot read {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InventoryError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
+    return parse_inventory(data)
