@@ -254,9 +254,12 @@ class DssMiddleware:
         # The metadata form becomes classes: it must not also linger as user metadata.
         headers.pop(META_OBJECT_CLASS, None)
         headers.pop(META_RANGE_CLASS, None)
-        if obj is None and rng is None:
-            obj, rng = meta_obj, meta_rng
         try:
+            meta = classmap_from_headers(meta_obj, meta_rng, self.limits, size)
+            if obj is None and rng is None:
+                return meta
+            # The X-DSS headers win over the metadata form, which must still be well formed:
+            # a malformed class is refused wherever it is written.
             return classmap_from_headers(obj, rng, self.limits, size)
         except ClassError as err:
             raise self._error(err, req) from None

@@ -156,6 +156,14 @@ CASES = [
         "outside",
     ),
     (
+        "meta form malformed beside header",
+        "PUT",
+        {"X-DSS-Object-Class": "25", "X-Object-Meta-Dss-Object-Class": "abc"},
+        DATA,
+        400,
+        "decimal",
+    ),
+    (
         "meta form class high",
         "PUT",
         {"X-Object-Meta-Dss-Object-Class": "999"},
