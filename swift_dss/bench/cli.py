@@ -30,6 +30,12 @@ BENCHES = {
         0.97,
         25,
     ),
+    "engine": Bench(
+        "swift_dss.bench.engine:run", "tier engine decisions per second: ours / plain LRU", 3
+    ),
+    "tier": Bench(
+        "swift_dss.bench.tier:run", "dss-tier mount / the same directory used directly", 3
+    ),
     "loadgen": Bench(
         "swift_dss.loadgen.bench:run", "requests per client CPU-second: ours / other", 3.0, 3
     ),

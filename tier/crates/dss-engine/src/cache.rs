@@ -83,6 +83,8 @@ struct Entry {
     /// A Filling or Cleaning entry whose block was dropped meanwhile: it keeps its slot
     /// until the I/O in flight reports back, then becomes Empty.
     cancelled: bool,
+    /// Already in the change log since it was last drained.
+    logged: bool,
     version: u32,
     key: BlockKey,
 }
@@ -191,6 +193,22 @@ pub struct Cache {
     in_flight: u32,
     pinned: u32,
     syncer_active: bool,
+    /// Slots whose persistent view (`Durable`) may have changed since the last drain, for
+    /// a caller that journals it; `None` when nobody asked.
+    changes: Option<Vec<u32>>,
+}
+
+/// What a crash-safe caller must remember of a slot: the state a replay would restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durable {
+    /// Nothing to restore (empty, being filled, or dropped while in flight).
+    Empty,
+    /// Same data as the HDD.
+    Clean,
+    /// The only current copy, waiting for (or under) write-back.
+    Dirty,
+    /// The only current copy, kept on the SSD.
+    Pinned,
 }
 
 impl Cache {
@@ -205,6 +223,7 @@ impl Cache {
                 state: State::Empty,
                 class: 0,
                 cancelled: false,
+                logged: false,
                 version: 0,
                 key: BlockKey::default(),
             });
@@ -240,6 +259,7 @@ impl Cache {
             in_flight: 0,
             pinned: 0,
             syncer_active: false,
+            changes: None,
         };
         c.update_pressure();
         c
@@ -382,6 +402,13 @@ impl Cache {
     /// Put an entry in `state`: into the list and counters that state implies.
     fn attach(&mut self, slot: u32, state: State, at_head: bool) {
         self.entries[slot as usize].state = state;
+        if let Some(log) = &mut self.changes {
+            let e = &mut self.entries[slot as usize];
+            if !e.logged {
+                e.logged = true;
+                log.push(slot);
+            }
+        }
         match state {
             State::Empty | State::Clean => self.link(slot, FREE_LIST, at_head),
             State::Dirty => {
@@ -735,6 +762,40 @@ impl Cache {
         let at_head = next == State::Empty;
         self.attach(slot, next, at_head);
         self.update_pressure();
+    }
+
+    /// Start (or stop) logging the slots whose `durable` view changes, for journalling.
+    pub fn track_changes(&mut self, on: bool) {
+        self.changes = on.then(Vec::new);
+        for e in &mut self.entries {
+            e.logged = false;
+        }
+    }
+
+    /// The state a journal must hold for `slot`, with its block and class.
+    pub fn durable(&self, slot: u32) -> (Durable, BlockKey, u8) {
+        let e = &self.entries[slot as usize];
+        let d = match e.state {
+            _ if e.cancelled => Durable::Empty,
+            State::Empty | State::Filling => Durable::Empty,
+            State::Clean => Durable::Clean,
+            State::Dirty | State::Cleaning => Durable::Dirty,
+            State::Pinned => Durable::Pinned,
+        };
+        (d, e.key, e.class)
+    }
+
+    /// Hand the logged slots to `f` (each once) and clear the log.
+    pub fn drain_changes(&mut self, mut f: impl FnMut(&Cache, u32)) {
+        let Some(mut log) = self.changes.take() else {
+            return;
+        };
+        for &slot in &log {
+            self.entries[slot as usize].logged = false;
+            f(self, slot);
+        }
+        log.clear();
+        self.changes = Some(log);
     }
 
     /// Every cached block, in slot order.

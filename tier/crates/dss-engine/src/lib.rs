@@ -5,5 +5,8 @@ pub mod cache;
 pub mod device;
 pub mod policy;
 
-pub use cache::{BlockKey, Cache, ClassCounters, Config, ReadOutcome, State, Victim, WriteOutcome};
+pub use cache::{
+    BlockKey, Cache, ClassCounters, Config, Durable, ReadOutcome, Resident, State, Victim,
+    WriteOutcome,
+};
 pub use policy::{Mode, Placement, Policy, PolicyError, Resolved};

@@ -1,19 +1,30 @@
 //! The data path: carries out the engine's decisions on the SSD slab and the HDD files,
-//! charges every access to the device model that holds the data, and runs the syncer.
+//! charges every access to the device model that holds the data, journals what the SSD
+//! holds, and runs the syncer.
 //!
-//! One lock covers the engine and the data I/O it decides, so a write-back or a fill can
-//! never interleave with a foreground access to the same block. The syncer takes it per
-//! small batch, so foreground I/O waits for at most one batch.
+//! One lock covers the engine and the data I/O it decides, so a fill can never interleave
+//! with a foreground access to the same block. The syncer takes it per small batch and
+//! lets go while the HDD syncs what it wrote; blocks in that window are `Cleaning`, and a
+//! foreground write to one keeps it dirty.
+//!
+//! Crash safety rests on three orderings: a block's data reaches the slab before its
+//! dirty record reaches the journal file; the journal is written out before the request
+//! is answered (so a killed daemon loses nothing it acknowledged to the kernel); and a
+//! record turns clean only after the HDD copy is synced. fsync syncs the slab, then the
+//! journal: that is the whole cost of an acknowledged write.
 
-use crate::stats::{DevStats, Stats, class_map};
+use crate::anchors::Anchors;
+use crate::journal::{self, Journal, Record};
+use crate::stats::{Content, DevStats, Stats, class_map};
 use dss_engine::device::{Device, Model, Op};
 use dss_engine::policy::Classify;
-use dss_engine::{BlockKey, Cache, ReadOutcome, Resolved, Victim, WriteOutcome};
-use std::collections::HashMap;
+use dss_engine::{BlockKey, Cache, Durable, ReadOutcome, Resolved, Victim, WriteOutcome};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::sync::{Arc, Condvar, Mutex};
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Metadata pseudo-files: block keys with this bit set stand for inode, directory and
@@ -22,6 +33,10 @@ const META: u64 = 1 << 63;
 
 /// Blocks the syncer writes back per batch (per lock hold).
 const SYNC_BATCH: usize = 64;
+
+/// The slab and the journal in the SSD directory.
+pub const SLAB: &str = "cache.slab";
+pub const JOURNAL: &str = "cache.journal";
 
 #[derive(Clone, Copy)]
 pub enum MetaKind {
@@ -34,15 +49,27 @@ struct Inner {
     cache: Cache,
     ssd: Device,
     hdd: Device,
-    /// Writable descriptors of files with blocks on the SSD, for the syncer.
+    /// Writable descriptors of files with dirty blocks, for the syncer.
     files: HashMap<u64, Arc<File>>,
     victims: Vec<Victim>,
+    journal: Journal,
+    /// Dirty or pinned blocks per file, as journalled.
+    dirty_count: HashMap<u64, u32>,
+    /// Files whose last dirty block is gone: their anchors go once that is durable.
+    unanchor: Vec<u64>,
+    /// Files written on the HDD (data, size) since their last HDD sync.
+    hdd_dirty: HashSet<u64>,
 }
 
 pub struct Core {
     inner: Mutex<Inner>,
     wake: Condvar,
     store: File,
+    /// The journal's file, for syncing it without holding the lock.
+    journal_file: File,
+    anchors: Anchors,
+    /// Files that have an anchor (read without the engine lock, for link counts).
+    anchored: Mutex<HashSet<u64>>,
     bs: u64,
     t0: Instant,
     mode: String,
@@ -52,37 +79,149 @@ pub struct Core {
     hdd_model: String,
 }
 
+/// What a mount found in the journal and did with it.
+#[derive(Debug, Default)]
+pub struct Replay {
+    pub restored: u32,
+    /// Dirty records whose file no longer exists (no anchor).
+    pub orphaned: u32,
+    pub corrupt: u32,
+    pub clean_dropped: u32,
+    /// Dirty blocks written back because the cache geometry changed.
+    pub written_back: u32,
+    pub previous_clean: bool,
+}
+
 /// Virtual address of a file's data on the modelled HDD: files are spread over the
 /// platter so that switching files costs a seek, as it would on a real disk.
 fn hdd_addr(file: u64, offset: u64) -> u64 {
     (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24 << 20).wrapping_add(offset)
 }
 
+/// The state a closed tier must be left in once the daemon stops: holding the engine
+/// lock keeps every FUSE request that is still in flight from being answered.
+pub struct Quiesced<'a>(#[allow(dead_code)] MutexGuard<'a, Inner>);
+
 impl Core {
-    pub fn new(
+    /// Open the cache on the SSD directory `ssd_dir` in front of `hdd_root`: replay the
+    /// journal (restoring every block whose only copy is on the SSD) and mark it in use.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
         resolved: &Resolved,
         policy_name: &str,
         classify: Classify,
         cache_bytes: u64,
-        store: File,
+        ssd_dir: &Path,
+        hdd_root: &Path,
         ssd_model: &str,
         hdd_model: &str,
-    ) -> io::Result<Core> {
+    ) -> io::Result<(Core, Replay)> {
         let cfg = resolved.cache_config(cache_bytes);
         let bs = u64::from(resolved.block_size);
-        store.set_len(u64::from(cfg.entries) * bs)?;
         let parse =
             |m: &str| Model::parse(m).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
-        Ok(Core {
-            inner: Mutex::new(Inner {
-                cache: Cache::new(resolved, cfg),
-                ssd: Device::new(parse(ssd_model)?),
-                hdd: Device::new(parse(hdd_model)?),
-                files: HashMap::new(),
-                victims: Vec::with_capacity(SYNC_BATCH),
-            }),
+        let (ssd, hdd) = (
+            Device::new(parse(ssd_model)?),
+            Device::new(parse(hdd_model)?),
+        );
+        let anchors = Anchors::open(hdd_root)?;
+        let open_rw = |name: &str| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(ssd_dir.join(name))
+        };
+        let store = open_rw(SLAB)?;
+        let jfile = open_rw(JOURNAL)?;
+        let mut replay = Replay::default();
+        let loaded = match journal::load(&jfile)? {
+            Some(Ok(l)) => Some(l),
+            Some(Err(e)) => {
+                return Err(io::Error::other(format!(
+                    "{}: {e}; run `dss-tier fsck --repair`",
+                    ssd_dir.join(JOURNAL).display()
+                )));
+            }
+            None => None,
+        };
+        let same_geometry = loaded.as_ref().is_some_and(|l| {
+            l.header.block_size == resolved.block_size && l.header.entries == cfg.entries
+        });
+        if let Some(l) = &loaded
+            && !same_geometry
+        {
+            // Another geometry: move its dirty blocks home first, then start afresh.
+            let r = crate::fsck::write_back_all(&store, l, &anchors)?;
+            replay.written_back = r.written;
+            replay.orphaned = r.orphaned;
+        }
+        store.set_len(u64::from(cfg.entries) * bs)?;
+        let mut cache = Cache::new(resolved, cfg);
+        cache.track_changes(true);
+        let mut dirty_count: HashMap<u64, u32> = HashMap::new();
+        let mut keep: HashSet<u64> = HashSet::new();
+        let journal = match loaded {
+            Some(l) if same_geometry => {
+                replay.previous_clean = l.header.clean;
+                replay.corrupt = l.corrupt.len() as u32;
+                let mut j = Journal::create_from(jfile.try_clone()?, &l)?;
+                for &slot in &l.corrupt {
+                    j.set(slot, &Record::EMPTY);
+                }
+                for &(slot, rec) in &l.records {
+                    if !rec.is_dirty() {
+                        // Clean copies are not worth the doubt after a crash: the HDD
+                        // has the data.
+                        replay.clean_dropped += 1;
+                        j.set(slot, &Record::EMPTY);
+                        continue;
+                    }
+                    let ok = anchors.open_file(rec.key.file).and_then(|f| {
+                        let end = rec.key.index * bs + u64::from(rec.valid);
+                        if f.metadata()?.len() < end {
+                            f.set_len(end)?;
+                        }
+                        Ok(())
+                    });
+                    if ok.is_err() || !cache.restore(slot, rec.key, rec.class, true) {
+                        replay.orphaned += 1;
+                        j.set(slot, &Record::EMPTY);
+                        continue;
+                    }
+                    replay.restored += 1;
+                    *dirty_count.entry(rec.key.file).or_default() += 1;
+                    keep.insert(rec.key.file);
+                }
+                j
+            }
+            _ => Journal::create(jfile.try_clone()?, resolved.block_size, cfg.entries)?,
+        };
+        // Anchors of files with nothing left to write back.
+        for ino in anchors.list()? {
+            if !keep.contains(&ino) {
+                anchors.remove(ino)?;
+            }
+        }
+        let inner = Inner {
+            cache,
+            ssd,
+            hdd,
+            files: HashMap::new(),
+            victims: Vec::with_capacity(SYNC_BATCH),
+            journal,
+            dirty_count,
+            unanchor: Vec::new(),
+            hdd_dirty: HashSet::new(),
+        };
+        let core = Core {
+            inner: Mutex::new(inner),
             wake: Condvar::new(),
             store,
+            journal_file: jfile,
+            anchors,
+            anchored: Mutex::new(keep),
             bs,
             t0: Instant::now(),
             mode: resolved.mode.to_string(),
@@ -90,7 +229,14 @@ impl Core {
             classify,
             ssd_model: ssd_model.to_string(),
             hdd_model: hdd_model.to_string(),
-        })
+        };
+        {
+            let mut g = core.inner.lock().unwrap();
+            core.commit(&mut g, None)?;
+            core.store.sync_data()?;
+            g.journal.set_clean(false)?;
+        }
+        Ok((core, replay))
     }
 
     pub fn block_size(&self) -> u32 {
@@ -99,6 +245,11 @@ impl Core {
 
     pub fn default_class(&self, name: &str, size: u64) -> u8 {
         self.classify.file_class(name, size)
+    }
+
+    /// True when the HDD holds an anchor link for `ino` (one of its links is ours).
+    pub fn is_anchored(&self, ino: u64) -> bool {
+        self.anchored.lock().unwrap().contains(&ino)
     }
 
     fn now(&self) -> u64 {
@@ -168,6 +319,94 @@ impl Core {
         })
     }
 
+    /// Journal what the engine changed since the last call and write it out, so that it
+    /// survives the daemon dying once the request that made the change is answered.
+    /// `op` is the file the request wrote and its size after the request.
+    fn commit(&self, inner: &mut Inner, op: Option<(u64, u64)>) -> io::Result<()> {
+        let bs = self.bs;
+        let anchored = self.anchored.lock().unwrap();
+        let Inner {
+            cache,
+            journal,
+            dirty_count,
+            unanchor,
+            ..
+        } = inner;
+        cache.drain_changes(|c, slot| {
+            let (d, key, class) = c.durable(slot);
+            let old = journal.get(slot);
+            // Metadata pseudo-blocks hold no data; blocks of a file without an anchor
+            // (its last name was already gone) cannot be found again after a restart.
+            let journalled = key.file & META == 0 && anchored.contains(&key.file);
+            let rec = if d == Durable::Empty || (!journalled && d != Durable::Clean) {
+                Record::EMPTY
+            } else {
+                let valid = match op {
+                    Some((f, size)) if f == key.file => {
+                        size.saturating_sub(key.index * bs).min(bs) as u32
+                    }
+                    _ if old.state != Durable::Empty && old.key == key => old.valid,
+                    _ => bs as u32,
+                };
+                Record {
+                    key,
+                    valid,
+                    class,
+                    state: d,
+                }
+            };
+            if old.is_dirty() {
+                let n = dirty_count.entry(old.key.file).or_default();
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    dirty_count.remove(&old.key.file);
+                    unanchor.push(old.key.file);
+                }
+            }
+            if rec.is_dirty() {
+                *dirty_count.entry(key.file).or_default() += 1;
+            }
+            journal.set(slot, &rec);
+        });
+        journal.write_out()
+    }
+
+    /// Make sure `file` (inode `id`) has an anchor before any of its blocks is journalled
+    /// as dirty. A file whose last name is gone cannot get one; its blocks are then kept
+    /// out of the journal (nothing could find the file after a restart anyway).
+    fn anchor(&self, file: &File, id: u64) -> io::Result<()> {
+        let mut a = self.anchored.lock().unwrap();
+        if a.contains(&id) {
+            return Ok(());
+        }
+        match self.anchors.link(file, id) {
+            Ok(()) => {
+                a.insert(id);
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Remove the anchors of files with no dirty blocks left, once the journal saying so
+    /// is durable (an anchor removed first could let the inode number be reused while a
+    /// stale record still names it).
+    fn gc(&self, inner: &mut Inner) -> io::Result<()> {
+        if inner.unanchor.is_empty() {
+            return Ok(());
+        }
+        inner.journal.sync()?;
+        let mut a = self.anchored.lock().unwrap();
+        for id in std::mem::take(&mut inner.unanchor) {
+            if !inner.dirty_count.contains_key(&id) && a.remove(&id) {
+                self.anchors.remove(id)?;
+                inner.files.remove(&id);
+            }
+        }
+        Ok(())
+    }
+
     /// Charge a metadata update or lookup through the cache (no data moves: the HDD
     /// filesystem holds the metadata itself).
     pub fn meta(&self, kind: MetaKind, ino: u64, write: bool) {
@@ -218,6 +457,9 @@ impl Core {
                 }
             }
         };
+        if let Err(e) = self.commit(inner, None) {
+            eprintln!("dss-tier: journal write failed: {e}");
+        }
         drop(g);
         self.kick();
         self.wait_until(done);
@@ -235,49 +477,56 @@ impl Core {
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
-        let mut pos = offset;
-        while pos < end {
-            let index = pos / self.bs;
-            let within = pos % self.bs;
-            let n = (self.bs - within).min(end - pos) as usize;
-            let dst = &mut out[(pos - offset) as usize..][..n];
-            let key = BlockKey { file: id, index };
-            let t = match inner.cache.read(key, class) {
-                ReadOutcome::Hit { slot } => {
-                    self.ssd_io(inner, Op::Read, slot, within, IoBuf::Read(dst))?
-                }
-                ReadOutcome::Miss => {
-                    self.hdd_io(inner, Op::Read, file, id, pos, IoBuf::Read(dst))?
-                        .1
-                }
-                ReadOutcome::MissFill { slot, version } => {
-                    let r = self.hdd_io(
-                        inner,
-                        Op::Read,
-                        file,
-                        id,
-                        index * self.bs,
-                        IoBuf::Read(&mut block),
-                    );
-                    match r {
-                        Ok((got, t)) => {
-                            block[got..].fill(0);
-                            dst.copy_from_slice(&block[within as usize..][..n]);
-                            let w = self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block));
-                            inner.cache.fill_done(slot, version, w.is_ok());
-                            t
-                        }
-                        Err(e) => {
-                            inner.cache.fill_done(slot, version, false);
-                            return Err(e);
+        let r = (|| -> io::Result<()> {
+            let mut pos = offset;
+            while pos < end {
+                let index = pos / self.bs;
+                let within = pos % self.bs;
+                let n = (self.bs - within).min(end - pos) as usize;
+                let dst = &mut out[(pos - offset) as usize..][..n];
+                let key = BlockKey { file: id, index };
+                let t = match inner.cache.read(key, class) {
+                    ReadOutcome::Hit { slot } => {
+                        self.ssd_io(inner, Op::Read, slot, within, IoBuf::Read(dst))?
+                    }
+                    ReadOutcome::Miss => {
+                        self.hdd_io(inner, Op::Read, file, id, pos, IoBuf::Read(dst))?
+                            .1
+                    }
+                    ReadOutcome::MissFill { slot, version } => {
+                        let r = self.hdd_io(
+                            inner,
+                            Op::Read,
+                            file,
+                            id,
+                            index * self.bs,
+                            IoBuf::Read(&mut block),
+                        );
+                        match r {
+                            Ok((got, t)) => {
+                                block[got..].fill(0);
+                                dst.copy_from_slice(&block[within as usize..][..n]);
+                                let w =
+                                    self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block));
+                                inner.cache.fill_done(slot, version, w.is_ok());
+                                t
+                            }
+                            Err(e) => {
+                                inner.cache.fill_done(slot, version, false);
+                                return Err(e);
+                            }
                         }
                     }
-                }
-            };
-            done = done.max(t);
-            pos += n as u64;
-        }
+                };
+                done = done.max(t);
+                pos += n as u64;
+            }
+            Ok(())
+        })();
+        let c = self.commit(inner, None);
         drop(g);
+        r?;
+        c?;
         self.kick();
         self.wait_until(done);
         Ok(out)
@@ -291,52 +540,65 @@ impl Core {
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
-        let mut pos = offset;
-        while pos < end {
-            let index = pos / self.bs;
-            let within = pos % self.bs;
-            let n = (self.bs - within).min(end - pos) as usize;
-            let src = &data[(pos - offset) as usize..][..n];
-            let key = BlockKey { file: id, index };
-            let t = match inner.cache.write(key, class, n as u32) {
-                WriteOutcome::Ssd { slot, hit } => {
-                    inner.files.entry(id).or_insert_with(|| file.clone());
-                    if hit || n as u64 == self.bs {
-                        self.ssd_io(inner, Op::Write, slot, within, IoBuf::Write(src))?
-                    } else {
-                        // A new entry for part of a block: the rest comes from the HDD.
-                        let base = index * self.bs;
-                        let mut t = 0;
-                        block.fill(0);
-                        if base < fsize {
-                            let (got, t1) = self.hdd_io(
-                                inner,
-                                Op::Read,
-                                file,
-                                id,
-                                base,
-                                IoBuf::Read(&mut block),
-                            )?;
-                            block[got..].fill(0);
-                            t = t1;
+        let mut to_hdd = false;
+        let r = (|| -> io::Result<()> {
+            let mut pos = offset;
+            while pos < end {
+                let index = pos / self.bs;
+                let within = pos % self.bs;
+                let n = (self.bs - within).min(end - pos) as usize;
+                let src = &data[(pos - offset) as usize..][..n];
+                let key = BlockKey { file: id, index };
+                let t = match inner.cache.write(key, class, n as u32) {
+                    WriteOutcome::Ssd { slot, hit } => {
+                        self.anchor(file, id)?;
+                        inner.files.entry(id).or_insert_with(|| file.clone());
+                        if hit || n as u64 == self.bs {
+                            self.ssd_io(inner, Op::Write, slot, within, IoBuf::Write(src))?
+                        } else {
+                            // A new entry for part of a block: the rest comes from the HDD.
+                            let base = index * self.bs;
+                            let mut t = 0;
+                            block.fill(0);
+                            if base < fsize {
+                                let (got, t1) = self.hdd_io(
+                                    inner,
+                                    Op::Read,
+                                    file,
+                                    id,
+                                    base,
+                                    IoBuf::Read(&mut block),
+                                )?;
+                                block[got..].fill(0);
+                                t = t1;
+                            }
+                            block[within as usize..][..n].copy_from_slice(src);
+                            t.max(self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block))?)
                         }
-                        block[within as usize..][..n].copy_from_slice(src);
-                        t.max(self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block))?)
                     }
-                }
-                WriteOutcome::Hdd { .. } => {
-                    self.hdd_io(inner, Op::Write, file, id, pos, IoBuf::Write(src))?
-                        .1
-                }
-            };
-            done = done.max(t);
-            pos += n as u64;
+                    WriteOutcome::Hdd { .. } => {
+                        to_hdd = true;
+                        self.hdd_io(inner, Op::Write, file, id, pos, IoBuf::Write(src))?
+                            .1
+                    }
+                };
+                done = done.max(t);
+                pos += n as u64;
+            }
+            // The HDD file's size stays the file's size even while its tail is only
+            // cached (the journal's `valid` makes that size durable with the block).
+            if end > fsize {
+                file.set_len(end)?;
+            }
+            Ok(())
+        })();
+        if to_hdd {
+            inner.hdd_dirty.insert(id);
         }
-        // The HDD file's size stays the file's size even while its tail is only cached.
-        if end > fsize {
-            file.set_len(end)?;
-        }
+        let c = self.commit(inner, Some((id, fsize.max(end))));
         drop(g);
+        r?;
+        c?;
         self.kick();
         self.wait_until(done);
         Ok(())
@@ -346,53 +608,135 @@ impl Core {
     pub fn truncate(&self, id: u64, file: &File, old: u64, new: u64) -> io::Result<()> {
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
-        if new < old {
-            let first_gone = new.div_ceil(self.bs);
-            inner
-                .cache
-                .discard_from(id, first_gone, old.div_ceil(self.bs));
-            let within = new % self.bs;
-            if within != 0
-                && let Some((slot, _)) = inner.cache.lookup(BlockKey {
-                    file: id,
-                    index: new / self.bs,
-                })
-            {
-                // Bytes past the new end must read as zeros if the file grows again.
-                let zeros = vec![0u8; (self.bs - within) as usize];
-                self.ssd_io(inner, Op::Write, slot, within, IoBuf::Write(&zeros))?;
+        let r = (|| -> io::Result<()> {
+            if new < old {
+                let first_gone = new.div_ceil(self.bs);
+                inner
+                    .cache
+                    .discard_from(id, first_gone, old.div_ceil(self.bs));
+                let within = new % self.bs;
+                if within != 0
+                    && let Some((slot, _)) = inner.cache.lookup(BlockKey {
+                        file: id,
+                        index: new / self.bs,
+                    })
+                {
+                    // Bytes past the new end must read as zeros if the file grows again.
+                    let zeros = vec![0u8; (self.bs - within) as usize];
+                    self.ssd_io(inner, Op::Write, slot, within, IoBuf::Write(&zeros))?;
+                    let mut rec = inner.journal.get(slot);
+                    if rec.state != Durable::Empty && rec.key.file == id {
+                        rec.valid = within as u32;
+                        inner.journal.set(slot, &rec);
+                    }
+                }
             }
+            inner.hdd_dirty.insert(id);
+            file.set_len(new)
+        })();
+        let c = self.commit(inner, Some((id, new)));
+        r.and(c)
+    }
+
+    /// fallocate: the HDD file first (so a refusal changes nothing), then the cached
+    /// blocks of a range whose contents became zeros: whole blocks are dropped, the
+    /// cached parts of edge blocks zeroed in place.
+    pub fn fallocate(
+        &self,
+        id: u64,
+        file: &File,
+        offset: u64,
+        length: u64,
+        flags: rustix::fs::FallocateFlags,
+    ) -> io::Result<()> {
+        use rustix::fs::FallocateFlags as F;
+        if flags.intersects(F::COLLAPSE_RANGE | F::INSERT_RANGE) {
+            // They move data between blocks under cached copies; Swift never asks.
+            return Err(io::Error::from_raw_os_error(95));
         }
-        file.set_len(new)
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        rustix::fs::fallocate(file, flags, offset, length)
+            .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))?;
+        inner.hdd_dirty.insert(id);
+        let r = (|| -> io::Result<()> {
+            if !flags.intersects(F::PUNCH_HOLE | F::ZERO_RANGE) {
+                return Ok(());
+            }
+            let end = offset.saturating_add(length);
+            let (first_full, end_full) = (offset.div_ceil(self.bs), end / self.bs);
+            if first_full < end_full {
+                inner.cache.discard_from(id, first_full, end_full);
+            }
+            for index in [offset / self.bs, end.saturating_sub(1) / self.bs] {
+                let base = index * self.bs;
+                let (lo, hi) = (offset.max(base), end.min(base + self.bs));
+                if lo >= hi || (lo == base && hi == base + self.bs) {
+                    continue;
+                }
+                if let Some((slot, _)) = inner.cache.lookup(BlockKey { file: id, index }) {
+                    let zeros = vec![0u8; (hi - lo) as usize];
+                    self.ssd_io(inner, Op::Write, slot, lo - base, IoBuf::Write(&zeros))?;
+                }
+            }
+            Ok(())
+        })();
+        let size = file.metadata().map(|m| m.size()).unwrap_or(0);
+        let c = self.commit(inner, Some((id, size)));
+        r.and(c)
+    }
+
+    /// The HDD copy of `id` changed outside the data path (allocation, attributes).
+    pub fn hdd_changed(&self, id: u64) {
+        self.inner.lock().unwrap().hdd_dirty.insert(id);
     }
 
     pub fn discard_file(&self, id: u64, size: u64) {
         let mut g = self.inner.lock().unwrap();
         g.cache.discard_from(id, 0, size.div_ceil(self.bs).max(1));
         g.files.remove(&id);
+        g.hdd_dirty.remove(&id);
+        if let Err(e) = self.commit(&mut g, None) {
+            eprintln!("dss-tier: journal write failed: {e}");
+        }
     }
 
-    pub fn reclassify(&self, id: u64, start: u64, end: u64, class: u8) {
+    pub fn reclassify(&self, id: u64, start: u64, end: u64, class: u8) -> io::Result<()> {
         let mut g = self.inner.lock().unwrap();
         for index in start / self.bs..end.div_ceil(self.bs) {
             g.cache.reclassify(BlockKey { file: id, index }, class);
         }
+        self.commit(&mut g, None)
     }
 
-    /// Write back every dirty block of one file (fsync), or of all files (`None`).
+    /// fsync: the file's blocks on the SSD and their journal records are made durable
+    /// (no write-back); the HDD file is synced too if it was written directly.
+    pub fn sync_file(&self, id: u64, file: &File, datasync: bool) -> io::Result<()> {
+        let hdd = self.inner.lock().unwrap().hdd_dirty.remove(&id);
+        let r = (|| {
+            self.store.sync_data()?;
+            self.journal_file.sync_data()?;
+            if hdd {
+                if datasync {
+                    file.sync_data()?;
+                } else {
+                    file.sync_all()?;
+                }
+            }
+            Ok(())
+        })();
+        if r.is_err() && hdd {
+            self.inner.lock().unwrap().hdd_dirty.insert(id);
+        }
+        r
+    }
+
+    /// Write back every dirty block of one file, or of all files (`None`).
     pub fn flush(&self, file: Option<u64>) -> io::Result<()> {
         loop {
-            let mut g = self.inner.lock().unwrap();
-            let inner = &mut *g;
-            let mut victims = std::mem::take(&mut inner.victims);
-            victims.clear();
-            inner.cache.pick_flush(&mut victims, SYNC_BATCH, file);
-            let empty = victims.is_empty();
-            let r = self.write_back(inner, &mut victims);
-            inner.victims = victims;
-            drop(g);
-            self.wait_until(r?);
-            if empty {
+            let (n, t) = self.write_back_batch(file, false)?;
+            self.wait_until(t);
+            if n == 0 {
                 return Ok(());
             }
         }
@@ -402,9 +746,80 @@ impl Core {
         self.flush(Some(id))
     }
 
+    /// Final write-back before the daemon exits: afterwards the HDD alone holds every
+    /// block except pinned ones (which stay journalled), and the journal is marked clean.
+    /// The returned guard keeps any request still in flight from being answered.
+    pub fn shutdown(&self) -> io::Result<Quiesced<'_>> {
+        loop {
+            self.flush(None)?;
+            let mut g = self.inner.lock().unwrap();
+            if g.cache.dirty_entries() + g.cache.in_flight() > 0 {
+                continue;
+            }
+            self.commit(&mut g, None)?;
+            self.gc(&mut g)?;
+            self.store.sync_data()?;
+            g.journal.set_clean(true)?;
+            return Ok(Quiesced(g));
+        }
+    }
+
+    /// One batch of write-back: pick victims (under pressure, or all dirty blocks of
+    /// `file` / of everything), write them to the HDD, make that durable, and only then
+    /// journal them clean. Returns the blocks handled and the modelled completion time.
+    fn write_back_batch(&self, file: Option<u64>, pressure: bool) -> io::Result<(usize, u64)> {
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        let mut victims = std::mem::take(&mut inner.victims);
+        victims.clear();
+        if pressure {
+            inner.cache.pick_victims(&mut victims, SYNC_BATCH);
+        } else {
+            inner.cache.pick_flush(&mut victims, SYNC_BATCH, file);
+        }
+        if victims.is_empty() {
+            inner.victims = victims;
+            let r = self.gc(inner);
+            return r.map(|()| (0, 0));
+        }
+        let mut results = Vec::with_capacity(victims.len());
+        let mut touched: Vec<Arc<File>> = Vec::new();
+        let (t, first_err) = self.write_runs(inner, &mut victims, &mut results, &mut touched);
+        drop(g);
+        // The HDD copy must be durable before a record calls the block clean.
+        let mut synced = true;
+        for f in &touched {
+            if let Err(e) = f.sync_data() {
+                eprintln!("dss-tier: sync after write-back failed: {e}");
+                synced = false;
+            }
+        }
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        for (v, ok) in victims.iter().zip(&results) {
+            inner.cache.clean_done(v, *ok && synced);
+        }
+        let n = victims.len();
+        inner.victims = victims;
+        self.commit(inner, None)?;
+        self.gc(inner)?;
+        match first_err {
+            Some(e) => Err(e),
+            None if !synced => Err(io::Error::other("sync after write-back failed")),
+            None => Ok((n, t)),
+        }
+    }
+
     /// Write `victims` back in an order the HDD serves well: sorted by file and block,
-    /// adjacent blocks coalesced into one sequential write.
-    fn write_back(&self, inner: &mut Inner, victims: &mut [Victim]) -> io::Result<u64> {
+    /// adjacent blocks coalesced into one sequential write. `results` gets one success
+    /// flag per victim (in the sorted order), `touched` the files written.
+    fn write_runs(
+        &self,
+        inner: &mut Inner,
+        victims: &mut [Victim],
+        results: &mut Vec<bool>,
+        touched: &mut Vec<Arc<File>>,
+    ) -> (u64, Option<io::Error>) {
         victims.sort_unstable_by_key(|v| v.key);
         let mut done = 0;
         let mut first_err = None;
@@ -418,7 +833,7 @@ impl Core {
                 j += 1;
             }
             let run = &victims[i..j];
-            let r = self.write_back_run(inner, run);
+            let r = self.write_back_run(inner, run, touched);
             let ok = r.is_ok();
             match r {
                 Ok(t) => done = done.max(t),
@@ -426,18 +841,18 @@ impl Core {
                     first_err.get_or_insert(e);
                 }
             }
-            for v in run {
-                inner.cache.clean_done(v, ok);
-            }
+            results.extend(std::iter::repeat_n(ok, run.len()));
             i = j;
         }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(done),
-        }
+        (done, first_err)
     }
 
-    fn write_back_run(&self, inner: &mut Inner, run: &[Victim]) -> io::Result<u64> {
+    fn write_back_run(
+        &self,
+        inner: &mut Inner,
+        run: &[Victim],
+        touched: &mut Vec<Arc<File>>,
+    ) -> io::Result<u64> {
         let key = run[0].key;
         let bs = self.bs;
         let mut buf = vec![0u8; run.len() * bs as usize];
@@ -459,11 +874,18 @@ impl Core {
                 buf.len() as u64,
             ));
         }
-        let Some(file) = inner.files.get(&key.file).cloned() else {
-            return Err(io::Error::other("no descriptor for a dirty file"));
+        let file = match inner.files.get(&key.file) {
+            Some(f) => f.clone(),
+            None => {
+                // Restored from the journal: reach the file through its anchor.
+                let f = Arc::new(self.anchors.open_file(key.file)?);
+                inner.files.insert(key.file, f.clone());
+                f
+            }
         };
         // Never write past the file's end: the last block is partial.
-        let size = file.metadata()?.size();
+        let md = file.metadata()?;
+        let size = md.size();
         let off = key.index * bs;
         let len = (buf.len() as u64).min(size.saturating_sub(off)) as usize;
         if len == 0 {
@@ -477,6 +899,16 @@ impl Core {
             off,
             IoBuf::Write(&buf[..len]),
         )?;
+        // The file's times are the user's: a write-back is not a modification (rsync and
+        // Swift's replicators compare mtimes).
+        file.set_times(
+            std::fs::FileTimes::new()
+                .set_modified(md.modified()?)
+                .set_accessed(md.accessed()?),
+        )?;
+        if !touched.iter().any(|f| Arc::ptr_eq(f, &file)) {
+            touched.push(file);
+        }
         Ok(t.max(t2))
     }
 
@@ -489,23 +921,18 @@ impl Core {
     pub fn syncer(self: Arc<Self>, stop: Arc<std::sync::atomic::AtomicBool>) {
         use std::sync::atomic::Ordering;
         while !stop.load(Ordering::Relaxed) {
-            let mut g = self.inner.lock().unwrap();
-            if !g.cache.syncer_active() {
-                g = self
-                    .wake
-                    .wait_timeout(g, Duration::from_millis(200))
-                    .unwrap()
-                    .0;
+            {
+                let g = self.inner.lock().unwrap();
+                if !g.cache.syncer_active() {
+                    drop(
+                        self.wake
+                            .wait_timeout(g, Duration::from_millis(200))
+                            .unwrap(),
+                    );
+                }
             }
-            let inner = &mut *g;
-            let mut victims = std::mem::take(&mut inner.victims);
-            victims.clear();
-            inner.cache.pick_victims(&mut victims, SYNC_BATCH);
-            let r = self.write_back(inner, &mut victims);
-            inner.victims = victims;
-            drop(g);
-            match r {
-                Ok(t) => self.wait_until(t),
+            match self.write_back_batch(None, true) {
+                Ok((_, t)) => self.wait_until(t),
                 Err(e) => {
                     eprintln!("dss-tier: write-back failed: {e}");
                     std::thread::sleep(Duration::from_millis(100));
@@ -528,6 +955,7 @@ impl Core {
         );
         Stats {
             mode: self.mode.clone(),
+            pid: std::process::id(),
             policy: self.policy_name.clone(),
             block_size: self.bs as u32,
             cache_entries: c.config().entries,
@@ -538,6 +966,12 @@ impl Core {
             classes: class_map((0..=255u8).map(|id| (id, c.counters(id))), self.bs as u32),
             devices,
         }
+    }
+
+    pub fn content_json(&self) -> String {
+        let g = self.inner.lock().unwrap();
+        let c = Content::new(g.cache.residents(), self.bs as u32, META);
+        serde_json::to_string(&c).unwrap_or_default()
     }
 
     pub fn stats_json(&self) -> String {
@@ -572,4 +1006,248 @@ fn read_full(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
         }
     }
     Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Crash and replay without FUSE: dropping a `Core` without `shutdown` is what a
+    //! kill of the daemon leaves (the page cache keeps what was written out).
+    use super::*;
+    use dss_engine::{Mode, Policy};
+    use std::path::PathBuf;
+
+    const POLICY: &str = include_str!("../../../../policies/reference.toml");
+
+    struct Dirs(PathBuf);
+
+    impl Dirs {
+        fn new(name: &str) -> Dirs {
+            let d = std::env::temp_dir().join(format!("dss-core-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(d.join("ssd")).unwrap();
+            std::fs::create_dir_all(d.join("hdd")).unwrap();
+            Dirs(d)
+        }
+        fn ssd(&self) -> PathBuf {
+            self.0.join("ssd")
+        }
+        fn hdd(&self) -> PathBuf {
+            self.0.join("hdd")
+        }
+        fn open(&self, cache: u64, mode: Mode) -> (Core, Replay) {
+            let p = Policy::parse(POLICY).unwrap();
+            let r = p.resolve(Some(mode));
+            Core::open(
+                &r,
+                "t",
+                p.classify.clone(),
+                cache,
+                &self.ssd(),
+                &self.hdd(),
+                "none",
+                "none",
+            )
+            .unwrap()
+        }
+        fn file(&self, name: &str) -> (Arc<File>, u64) {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(self.hdd().join(name))
+                .unwrap();
+            let ino = f.metadata().unwrap().ino();
+            (Arc::new(f), ino)
+        }
+    }
+
+    impl Drop for Dirs {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn pattern(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn fsynced_blocks_survive_a_crash_and_reach_the_hdd_later() {
+        let d = Dirs::new("fsync");
+        let data = pattern(10_000, 1);
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            let (f, ino) = d.file("a");
+            core.write(&f, 24, 0, &data).unwrap();
+            core.sync_file(ino, &f, false).unwrap();
+            let on_hdd = std::fs::read(d.hdd().join("a")).unwrap();
+            assert_ne!(
+                on_hdd, data,
+                "fsync did not write back: the SSD holds the data"
+            );
+            assert!(
+                d.hdd()
+                    .join(".dss-tier/anchors")
+                    .join(ino.to_string())
+                    .exists()
+            );
+        }
+        // The daemon is gone; a new one replays the journal.
+        let (core, replay) = d.open(1 << 20, Mode::Dss);
+        assert_eq!(replay.restored, 3);
+        assert!(!replay.previous_clean);
+        let (f, ino) = d.file("a");
+        assert_eq!(core.read(&f, 24, 0, 20_000).unwrap(), data);
+        assert_eq!(core.stats().classes["24"].dirty_bytes, 3 * 4096);
+        let _held = core.shutdown().unwrap();
+        assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+        assert!(
+            !d.hdd()
+                .join(".dss-tier/anchors")
+                .join(ino.to_string())
+                .exists(),
+            "no anchor once nothing is dirty"
+        );
+    }
+
+    #[test]
+    fn clean_copies_are_never_served_after_a_restart() {
+        let d = Dirs::new("clean");
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            let (f, _) = d.file("a");
+            core.write(&f, 24, 0, &pattern(4096, 1)).unwrap();
+            core.flush(None).unwrap();
+            assert_eq!(core.stats().classes["24"].clean_bytes, 4096);
+        }
+        // The HDD copy moves on after the cache called its copy clean.
+        let newer = pattern(4096, 2);
+        std::fs::write(d.hdd().join("a"), &newer).unwrap();
+        let (core, replay) = d.open(1 << 20, Mode::Dss);
+        assert_eq!((replay.restored, replay.clean_dropped), (0, 1));
+        let (f, _) = d.file("a");
+        assert_eq!(core.read(&f, 24, 0, 4096).unwrap(), newer);
+    }
+
+    #[test]
+    fn blocks_of_deleted_files_are_dropped_not_written_back() {
+        let d = Dirs::new("deleted");
+        let (f, ino) = d.file("a");
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            core.write(&f, 24, 0, &pattern(8192, 1)).unwrap();
+            core.sync_file(ino, &f, false).unwrap();
+            core.discard_file(ino, 8192);
+            std::fs::remove_file(d.hdd().join("a")).unwrap();
+        }
+        let (_core, replay) = d.open(1 << 20, Mode::Dss);
+        assert_eq!(replay.restored, 0);
+        assert!(
+            std::fs::read_dir(d.hdd().join(".dss-tier/anchors"))
+                .unwrap()
+                .next()
+                .is_none(),
+            "the stale anchor went at mount"
+        );
+    }
+
+    #[test]
+    fn truncation_and_size_survive_through_the_journal() {
+        let d = Dirs::new("size");
+        let (f, ino) = d.file("a");
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            core.write(&f, 24, 0, &pattern(10_000, 3)).unwrap();
+            core.truncate(ino, &f, 10_000, 5000).unwrap();
+            core.sync_file(ino, &f, false).unwrap();
+        }
+        // Even an HDD that lost the size (it was never synced there) gets it back.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(d.hdd().join("a"))
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let (core, replay) = d.open(1 << 20, Mode::Dss);
+        assert_eq!(replay.restored, 2);
+        let (f, _) = d.file("a");
+        assert_eq!(f.metadata().unwrap().len(), 5000);
+        assert_eq!(
+            core.read(&f, 24, 0, 20_000).unwrap(),
+            pattern(10_000, 3)[..5000]
+        );
+    }
+
+    #[test]
+    fn pinned_blocks_stay_on_the_ssd_across_a_clean_unmount() {
+        let d = Dirs::new("pinned");
+        let data = pattern(4096, 9);
+        let (f, ino) = d.file("a");
+        {
+            let (core, _) = d.open(1 << 20, Mode::Ssd);
+            core.write(&f, 24, 0, &data).unwrap();
+            let _held = core.shutdown().unwrap();
+        }
+        assert_ne!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+        let (core, replay) = d.open(1 << 20, Mode::Ssd);
+        assert!(replay.previous_clean);
+        assert_eq!(replay.restored, 1);
+        assert_eq!(core.read(&f, 24, 0, 4096).unwrap(), data);
+        assert_eq!(core.stats().pinned_entries, 1);
+        let _ = ino;
+    }
+
+    #[test]
+    fn a_new_geometry_writes_the_old_cache_back_first() {
+        let d = Dirs::new("geometry");
+        let data = pattern(6000, 4);
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            let (f, ino) = d.file("a");
+            core.write(&f, 24, 0, &data).unwrap();
+            core.sync_file(ino, &f, false).unwrap();
+        }
+        let (_core, replay) = d.open(2 << 20, Mode::Dss);
+        assert_eq!((replay.written_back, replay.restored), (2, 0));
+        assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+    }
+
+    #[test]
+    fn fsck_reports_and_repairs_a_crashed_cache() {
+        let d = Dirs::new("fsck");
+        let data = pattern(9000, 5);
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            let (f, ino) = d.file("a");
+            core.write(&f, 24, 0, &data).unwrap();
+            core.sync_file(ino, &f, false).unwrap();
+        }
+        let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), false).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert!(r.notes.iter().any(|n| n.contains("unclean")));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("class 24: 0 clean, 3 dirty"))
+        );
+        // Damage one record: fsck notices.
+        let j = std::fs::OpenOptions::new()
+            .write(true)
+            .open(d.ssd().join(JOURNAL))
+            .unwrap();
+        j.write_all_at(&[0xAB; 4], journal::HEADER + 32 * 100 + 4)
+            .unwrap();
+        let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), false).unwrap();
+        assert!(r.problems.iter().any(|p| p.contains("checksum")));
+        let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), true).unwrap();
+        assert!(r.notes.iter().any(|n| n.contains("3 blocks written back")));
+        assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+        let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), false).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let (_core, replay) = d.open(1 << 20, Mode::Dss);
+        assert_eq!(replay.restored, 0);
+    }
 }

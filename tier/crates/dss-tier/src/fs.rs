@@ -1,6 +1,7 @@
 //! The FUSE adapter: a passthrough namespace over the HDD directory whose file data goes
 //! through the cache engine (core.rs).
 
+use crate::anchors::HIDDEN;
 use crate::core::{Core, MetaKind};
 use crate::ioctl::{Command, Ioctls};
 use fuser::{
@@ -24,8 +25,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// sizes of files being written change under the kernel's feet otherwise.
 const TTL: Duration = Duration::from_secs(1);
 
+/// The kernel's page cache stays valid across opens: every change to a file goes through
+/// this mount, and the tier's cache sits below the page cache, as the paper's block-level
+/// cache does below the kernel's (it sees page-cache misses, not every read()).
+const KEEP_CACHE: FopenFlags = FopenFlags::FOPEN_KEEP_CACHE;
+
 /// The root's xattr through which `dss-tier stats` reads the stats document.
 pub const STATS_XATTR: &str = "user.dss-tier.stats";
+/// The root's xattr through which `dss-tier dump` reads the cache content by class.
+pub const CONTENT_XATTR: &str = "user.dss-tier.content";
 
 fn errno(e: io::Error) -> Errno {
     Errno::from(e)
@@ -45,7 +53,22 @@ fn time(secs: i64, nsecs: i64) -> SystemTime {
 
 struct Node {
     path: PathBuf,
+    /// Other names of a hard-linked file, so that removing `path` leaves one to use.
+    links: Vec<PathBuf>,
     lookups: u64,
+}
+
+impl Node {
+    /// `gone` no longer names this inode.
+    fn forget_name(&mut self, gone: &Path) {
+        if self.path == gone {
+            if let Some(p) = self.links.pop() {
+                self.path = p;
+            }
+        } else {
+            self.links.retain(|p| p != gone);
+        }
+    }
 }
 
 /// Inode numbers are the HDD's, except the root which FUSE wants as 1.
@@ -78,6 +101,7 @@ impl TierFs {
             1,
             Node {
                 path: root.clone(),
+                links: Vec::new(),
                 lookups: 1,
             },
         );
@@ -128,7 +152,8 @@ impl TierFs {
             crtime: time(md.ctime(), md.ctime_nsec()),
             kind: kind_of(md.file_type()),
             perm: (md.mode() & 0o7777) as u16,
-            nlink: md.nlink() as u32,
+            // The anchor link is the tier's, not the user's.
+            nlink: (md.nlink() - u64::from(md.is_file() && self.core.is_anchored(md.ino()))) as u32,
             uid: md.uid(),
             gid: md.gid(),
             rdev: md.rdev() as u32,
@@ -144,9 +169,15 @@ impl TierFs {
         let mut nodes = self.nodes.lock().unwrap();
         let node = nodes.map.entry(attr.ino.0).or_insert(Node {
             path: path.clone(),
+            links: Vec::new(),
             lookups: 0,
         });
-        node.path = path;
+        if node.path != path && !node.links.contains(&path) {
+            let old = std::mem::replace(&mut node.path, path);
+            if fs::symlink_metadata(&old).is_ok_and(|m| self.fuse_ino(m.ino()) == attr.ino.0) {
+                node.links.push(old);
+            }
+        }
         node.lookups += 1;
         Ok(attr)
     }
@@ -194,7 +225,7 @@ impl TierFs {
     fn before_last_unlink(&self, path: &Path) {
         if let Ok(md) = fs::symlink_metadata(path)
             && md.is_file()
-            && md.nlink() <= 1
+            && md.nlink() - u64::from(self.core.is_anchored(md.ino())) <= 1
         {
             let id = Self::file_id(&md);
             let open = self.handles.lock().unwrap().values().any(|h| {
@@ -235,6 +266,9 @@ fn apply_time(t: Option<TimeOrNow>) -> Option<SystemTime> {
 
 impl Filesystem for TierFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if parent.0 == 1 && name == HIDDEN {
+            return reply.error(Errno::ENOENT);
+        }
         self.core.meta(MetaKind::Directory, parent.0, false);
         match self.child(parent, name).and_then(|p| self.remember(p)) {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
@@ -255,12 +289,33 @@ impl Filesystem for TierFs {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         self.core.meta(MetaKind::Inode, ino.0, false);
-        match self
-            .path(ino)
-            .and_then(|p| fs::symlink_metadata(p).map_err(errno))
-        {
+        let by_handle = |ino: u64| {
+            let hs = self.handles.lock().unwrap();
+            let h = match fh {
+                Some(fh) => hs.get(&fh.0).cloned(),
+                None => hs.values().find(|h| h.ino == ino).cloned(),
+            };
+            h.ok_or(Errno::ENOENT)
+                .and_then(|h| h.file.metadata().map_err(errno))
+        };
+        let md = match fh {
+            Some(_) => by_handle(ino.0),
+            // A path that now names another inode (its name was renamed over): the
+            // old inode lives on only through open handles.
+            None => self
+                .path(ino)
+                .and_then(|p| fs::symlink_metadata(p).map_err(errno))
+                .and_then(|md| {
+                    if self.fuse_ino(md.ino()) == ino.0 {
+                        Ok(md)
+                    } else {
+                        by_handle(ino.0)
+                    }
+                }),
+        };
+        match md {
             Ok(md) => reply.attr(&TTL, &self.attr(&md)),
             Err(e) => reply.error(e),
         }
@@ -300,6 +355,17 @@ impl Filesystem for TierFs {
                 self.core
                     .truncate(Self::file_id(&md), &f, md.size(), len)
                     .map_err(errno)?;
+            }
+            if mode.is_some()
+                || uid.is_some()
+                || gid.is_some()
+                || atime.is_some()
+                || mtime.is_some()
+            {
+                // fsync must make attribute changes durable on the HDD.
+                if let Ok(md) = fs::symlink_metadata(&path) {
+                    self.core.hdd_changed(md.ino());
+                }
             }
             if atime.is_some() || mtime.is_some() {
                 let f = File::options()
@@ -360,8 +426,15 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
+            let ino = fs::symlink_metadata(&path).map(|m| self.fuse_ino(m.ino()));
             self.before_last_unlink(&path);
-            fs::remove_file(&path).map_err(errno)
+            fs::remove_file(&path).map_err(errno)?;
+            if let Ok(ino) = ino
+                && let Some(n) = self.nodes.lock().unwrap().map.get_mut(&ino)
+            {
+                n.forget_name(&path);
+            }
+            Ok(())
         };
         match run() {
             Ok(()) => reply.ok(),
@@ -423,14 +496,18 @@ impl Filesystem for TierFs {
             fs::rename(&from, &to).map_err(errno)?;
             // Paths of the renamed node and everything under it move with it.
             let mut nodes = self.nodes.lock().unwrap();
-            for n in nodes.map.values_mut() {
-                if let Ok(rest) = n.path.strip_prefix(&from) {
-                    n.path = if rest.as_os_str().is_empty() {
+            let moved = |p: &mut PathBuf| {
+                if let Ok(rest) = p.strip_prefix(&from) {
+                    *p = if rest.as_os_str().is_empty() {
                         to.clone()
                     } else {
                         to.join(rest)
                     };
                 }
+            };
+            for n in nodes.map.values_mut() {
+                moved(&mut n.path);
+                n.links.iter_mut().for_each(moved);
             }
             Ok(())
         };
@@ -457,6 +534,7 @@ impl Filesystem for TierFs {
             let attr = self.attr(&md);
             if let Some(n) = self.nodes.lock().unwrap().map.get_mut(&ino.0) {
                 n.lookups += 1;
+                n.links.push(to.clone());
             }
             Ok(attr)
         };
@@ -474,7 +552,7 @@ impl Filesystem for TierFs {
             Ok(self.open_handle(ino.0, &path, f))
         };
         match run() {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(fh) => reply.opened(FileHandle(fh), KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -500,9 +578,7 @@ impl Filesystem for TierFs {
             Ok((attr, fh))
         };
         match run() {
-            Ok((a, fh)) => {
-                reply.created(&TTL, &a, Generation(0), FileHandle(fh), FopenFlags::empty())
-            }
+            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -593,13 +669,7 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let h = self.handle(fh)?;
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
-            self.core.flush_file(id).map_err(errno)?;
-            if datasync {
-                h.file.sync_data()
-            } else {
-                h.file.sync_all()
-            }
-            .map_err(errno)
+            self.core.sync_file(id, &h.file, datasync).map_err(errno)
         };
         match run() {
             Ok(()) => reply.ok(),
@@ -632,6 +702,7 @@ impl Filesystem for TierFs {
             let mut rest: Vec<(u64, FileType, OsString)> = fs::read_dir(&path)
                 .map_err(errno)?
                 .filter_map(|e| e.ok())
+                .filter(|e| ino.0 != 1 || e.file_name() != HIDDEN)
                 .map(|e| {
                     let kind = e.file_type().map(kind_of).unwrap_or(FileType::RegularFile);
                     let ino = e
@@ -717,6 +788,9 @@ impl Filesystem for TierFs {
         let run = || -> Result<Vec<u8>, Errno> {
             if ino.0 == 1 && name == STATS_XATTR {
                 return Ok(self.core.stats_json().into_bytes());
+            }
+            if ino.0 == 1 && name == CONTENT_XATTR {
+                return Ok(self.core.content_json().into_bytes());
             }
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, false);
@@ -805,8 +879,8 @@ impl Filesystem for TierFs {
                         offset.saturating_add(length)
                     };
                     self.core
-                        .reclassify(Self::file_id(&md), offset, end, class as u8);
-                    Ok(())
+                        .reclassify(Self::file_id(&md), offset, end, class as u8)
+                        .map_err(errno)
                 }
                 None => Err(Errno::ENOTTY),
             }
@@ -830,18 +904,11 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let h = self.handle(fh)?;
             let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);
-            // Only plain allocation keeps cached blocks valid; anything that changes
-            // contents (punch hole, zero range) goes through the cache's truncate logic
-            // in a later version, so refuse it rather than serve stale blocks.
-            if !flags
-                .difference(rustix::fs::FallocateFlags::KEEP_SIZE)
-                .is_empty()
-            {
-                return Err(Errno::EOPNOTSUPP);
-            }
             self.core.meta(MetaKind::Inode, h.ino, true);
-            rustix::fs::fallocate(&*h.file, flags, offset, length)
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+            let id = Self::file_id(&h.file.metadata().map_err(errno)?);
+            self.core
+                .fallocate(id, &h.file, offset, length, flags)
+                .map_err(errno)
         };
         match run() {
             Ok(()) => reply.ok(),

@@ -3,12 +3,17 @@
 //!
 //!   dss-tier mount --ssd DIR --hdd DIR --cache-size SIZE --policy FILE [--mode M]
 //!                  [--ssd-model P] [--hdd-model P] [--daemon] MOUNTPOINT
-//!   dss-tier stats [--json] MOUNTPOINT
-//!   dss-tier umount MOUNTPOINT
+//!   dss-tier stats [--json] [--content] MOUNTPOINT
+//!   dss-tier dump [--json] MOUNTPOINT
+//!   dss-tier umount [--timeout SECONDS] MOUNTPOINT
+//!   dss-tier fsck --ssd DIR --hdd DIR [--repair]
 
+mod anchors;
 mod core;
 mod fs;
+mod fsck;
 mod ioctl;
+mod journal;
 mod stats;
 
 use dss_engine::{Mode, Policy};
@@ -22,8 +27,13 @@ use std::time::Duration;
 const USAGE: &str = "usage:
   dss-tier mount --ssd DIR --hdd DIR --cache-size SIZE --policy FILE [--mode hdd|ssd|lru|dss|tiered]
                  [--ssd-model P] [--hdd-model P] [--threads N] [--daemon] MOUNTPOINT
-  dss-tier stats [--json] MOUNTPOINT
-  dss-tier umount MOUNTPOINT
+  dss-tier stats [--json] [--content] MOUNTPOINT
+  dss-tier dump [--json] MOUNTPOINT          cache content by class (and extents)
+  dss-tier umount [--timeout SECONDS] MOUNTPOINT
+                                           returns once the daemon wrote back and exited
+  dss-tier fsck --ssd DIR --hdd DIR [--repair]
+                                           check an unmounted cache; --repair writes every
+                                           dirty block to the HDD and empties the cache
 device models P: none, st1000nm0011, intel710, hdd, ssd, optionally with :key=value,...";
 
 /// "64MiB", "1G", "4096": binary units, a bare number is bytes.
@@ -161,27 +171,25 @@ fn mount(args: &[String]) -> Result<(), String> {
     let resolved = policy.resolve(m.mode);
     std::fs::create_dir_all(&m.ssd).map_err(|e| e.to_string())?;
     let hdd = std::fs::canonicalize(&m.hdd).map_err(|e| format!("{}: {e}", m.hdd.display()))?;
-    // Without a write-back journal the previous slab's contents cannot be trusted: start
-    // empty (everything an fsync acknowledged is on the HDD).
-    let store = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(m.ssd.join("cache.slab"))
-        .map_err(|e| format!("{}: {e}", m.ssd.display()))?;
-    let core = Arc::new(
-        core::Core::new(
-            &resolved,
-            &policy.name,
-            policy.classify.clone(),
-            m.cache_size,
-            store,
-            &m.ssd_model,
-            &m.hdd_model,
-        )
-        .map_err(|e| e.to_string())?,
-    );
+    let (core, replay) = core::Core::open(
+        &resolved,
+        &policy.name,
+        policy.classify.clone(),
+        m.cache_size,
+        &m.ssd,
+        &hdd,
+        &m.ssd_model,
+        &m.hdd_model,
+    )
+    .map_err(|e| format!("{}: {e}", m.ssd.display()))?;
+    if replay.restored + replay.orphaned + replay.corrupt + replay.written_back > 0 {
+        eprintln!(
+            "dss-tier: journal replayed: {} dirty blocks restored, {} written back, {} of \
+             deleted files dropped, {} torn records",
+            replay.restored, replay.written_back, replay.orphaned, replay.corrupt
+        );
+    }
+    let core = Arc::new(core);
     let ioctls = ioctl::Ioctls::load()?;
     let tierfs = fs::TierFs::new(hdd.clone(), core.clone(), ioctls).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -205,34 +213,82 @@ fn mount(args: &[String]) -> Result<(), String> {
     // Swift's servers usually run as another user than the one mounting.
     cfg.acl = fuser::SessionACL::All;
     cfg.n_threads = Some(m.threads);
-    let r = fuser::mount(tierfs, &m.mountpoint, &cfg);
+    let session = fuser::Session::new(tierfs, &m.mountpoint, &cfg)
+        .map_err(|e| format!("{}: {e}", m.mountpoint.display()))?;
+    let mount_id = mount_id(&m.mountpoint);
+    let bg = session
+        .spawn()
+        .map_err(|e| format!("{}: {e}", m.mountpoint.display()))?;
+    // The FUSE threads only stop when the kernel tears the connection down, and it does
+    // not while a copy of the mount lives on in another mount namespace (any process
+    // that unshared its namespace while we were mounted holds one). So the daemon
+    // watches its own namespace: once the mount is gone here, it is unmounted.
+    while !bg.guard.is_finished() && mount_id.as_deref().is_none_or(mount_listed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = syncer.join();
-    // Unmounted: nothing may stay only in the slab, which the next mount discards.
-    core.flush(None)
-        .map_err(|e| format!("final write-back: {e}"))?;
-    r.map_err(|e| format!("{}: {e}", m.mountpoint.display()))
+    match core.shutdown() {
+        // Exit while holding the engine: a request still in flight (through a copy of
+        // the mount elsewhere) is never answered, so none can be acknowledged after the
+        // final write-back.
+        Ok(_held) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("dss-tier: final write-back: {e} (the journal keeps the rest)");
+            std::process::exit(1)
+        }
+    }
 }
 
-fn stats(args: &[String]) -> Result<(), String> {
-    let json = args.iter().any(|a| a == "--json");
-    let mp: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
-    let [mp] = mp.as_slice() else {
-        return Err("stats needs exactly one MOUNTPOINT".into());
-    };
+/// The mount id (first mountinfo field) of the dss-tier mount on `mountpoint`.
+fn mount_id(mountpoint: &Path) -> Option<String> {
+    let abs = std::fs::canonicalize(mountpoint).ok()?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines()
+        .rfind(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let sep = f.iter().position(|x| *x == "-");
+            matches!(sep, Some(i) if f.get(i + 1) == Some(&"fuse.dss-tier"))
+                && f.get(4).is_some_and(|p| Path::new(p) == abs)
+        })
+        .and_then(|l| l.split(' ').next().map(String::from))
+}
+
+fn mount_listed(id: &str) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|info| info.lines().any(|l| l.split(' ').next() == Some(id)))
+        .unwrap_or(true)
+}
+
+/// Read one of the root's control xattrs.
+fn read_xattr(mp: &str, name: &str) -> Result<String, String> {
     let mut buf = Vec::with_capacity(1 << 16);
     loop {
-        match rustix::fs::getxattr(
-            mp.as_str(),
-            fs::STATS_XATTR,
-            rustix::buffer::spare_capacity(&mut buf),
-        ) {
+        match rustix::fs::getxattr(mp, name, rustix::buffer::spare_capacity(&mut buf)) {
             Ok(_) => break,
             Err(rustix::io::Errno::RANGE) => buf = Vec::with_capacity(buf.capacity() * 4),
             Err(e) => return Err(format!("{mp}: not a dss-tier mount? ({e})")),
         }
     }
-    let text = String::from_utf8_lossy(&buf).into_owned();
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn one_mountpoint<'a>(args: &'a [String], cmd: &str) -> Result<&'a str, String> {
+    let mp: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    match mp.as_slice() {
+        [mp] => Ok(mp.as_str()),
+        _ => Err(format!("{cmd} needs exactly one MOUNTPOINT")),
+    }
+}
+
+fn stats(args: &[String]) -> Result<(), String> {
+    let json = args.iter().any(|a| a == "--json");
+    let content = args.iter().any(|a| a == "--content");
+    let mp = one_mountpoint(args, "stats")?;
+    if content {
+        return dump(args);
+    }
+    let text = read_xattr(mp, fs::STATS_XATTR)?;
     if json {
         println!("{text}");
     } else {
@@ -242,10 +298,52 @@ fn stats(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+fn dump(args: &[String]) -> Result<(), String> {
+    let json = args.iter().any(|a| a == "--json");
+    let mp = one_mountpoint(args, "dump")?;
+    let text = read_xattr(mp, fs::CONTENT_XATTR)?;
+    if json {
+        println!("{text}");
+    } else {
+        let c: stats::Content = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        print!("{}", c.render());
+    }
+    Ok(())
+}
+
+/// Whether process `pid` has exited (gone, or a zombie nobody reaped yet).
+fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
 fn umount(args: &[String]) -> Result<(), String> {
-    let [mp] = args else {
+    let mut timeout = 300u64;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--timeout" {
+            timeout = it
+                .next()
+                .and_then(|v| v.parse().ok())
+                .ok_or("--timeout needs seconds")?;
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    let [mp] = rest.as_slice() else {
         return Err("umount needs exactly one MOUNTPOINT".into());
     };
+    // Ask the daemon who it is while it still answers.
+    let pid = read_xattr(mp, fs::STATS_XATTR)
+        .ok()
+        .and_then(|t| serde_json::from_str::<stats::Stats>(&t).ok())
+        .map(|s| s.pid)
+        .filter(|&p| p != 0);
     let st = std::process::Command::new("fusermount3")
         .args(["-u", mp])
         .status()
@@ -253,7 +351,46 @@ fn umount(args: &[String]) -> Result<(), String> {
     if !st.success() {
         return Err(format!("fusermount3 -u {mp} failed ({st})"));
     }
+    let Some(pid) = pid else {
+        return Ok(());
+    };
+    // The daemon notices the unmount, writes back, syncs and exits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(timeout);
+    while !exited(pid) {
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "unmounted, but the daemon (pid {pid}) is still writing back after {timeout} s"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Ok(())
+}
+
+fn fsck_cmd(args: &[String]) -> Result<bool, String> {
+    let mut ssd = None;
+    let mut hdd = None;
+    let mut repair = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--ssd" => ssd = it.next().map(PathBuf::from),
+            "--hdd" => hdd = it.next().map(PathBuf::from),
+            "--repair" => repair = true,
+            s => return Err(format!("fsck: unexpected {s}")),
+        }
+    }
+    let (Some(ssd), Some(hdd)) = (ssd, hdd) else {
+        return Err("fsck needs --ssd DIR --hdd DIR".into());
+    };
+    let r = fsck::fsck(&ssd, &hdd, repair)?;
+    for n in &r.notes {
+        println!("{n}");
+    }
+    for p in &r.problems {
+        println!("problem: {p}");
+    }
+    Ok(r.problems.is_empty() || repair)
 }
 
 fn main() -> ExitCode {
@@ -262,6 +399,12 @@ fn main() -> ExitCode {
         Some("mount") => mount(&args[1..]),
         Some("stats") => stats(&args[1..]),
         Some("umount") => umount(&args[1..]),
+        Some("dump") => dump(&args[1..]),
+        Some("fsck") => match fsck_cmd(&args[1..]) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -1,7 +1,7 @@
 //! The stats document (`dss-tier stats --json`): per-class cache counters and per-device
 //! activity, as ARCHITECTURE.md section 7 fixes it.
 
-use dss_engine::cache::ClassCounters;
+use dss_engine::cache::{ClassCounters, Resident, State};
 use dss_engine::device::DeviceStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -68,6 +68,9 @@ impl DevStats {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Stats {
     pub mode: String,
+    /// The daemon's process id (`dss-tier umount` waits for it to exit).
+    #[serde(default)]
+    pub pid: u32,
     pub policy: String,
     pub block_size: u32,
     pub cache_entries: u32,
@@ -137,6 +140,145 @@ impl Stats {
     }
 }
 
+/// Cached blocks of one class, by state.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct ClassContent {
+    pub cached_bytes: u64,
+    pub clean_bytes: u64,
+    pub dirty_bytes: u64,
+    pub pinned_bytes: u64,
+    /// Distinct files (metadata pseudo-blocks count as one file per inode).
+    pub files: u64,
+}
+
+/// A run of consecutive cached blocks of one file, class and state.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Extent {
+    pub file: u64,
+    pub index: u64,
+    pub blocks: u64,
+    pub class: u8,
+    pub state: String,
+}
+
+/// `dss-tier dump`: what the cache holds, by class.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Content {
+    pub block_size: u32,
+    pub classes: BTreeMap<String, ClassContent>,
+    /// File data extents in slot order of their first block, up to `MAX_EXTENTS`.
+    pub extents: Vec<Extent>,
+    /// True when there were more extents than listed.
+    pub truncated: bool,
+}
+
+/// Keeps the document under the 64 KiB an extended attribute may carry.
+pub const MAX_EXTENTS: usize = 500;
+
+fn state_name(s: State) -> &'static str {
+    match s {
+        State::Clean => "clean",
+        State::Pinned => "pinned",
+        _ => "dirty",
+    }
+}
+
+impl Content {
+    /// From the engine's residents; keys with `meta_bit` set are metadata pseudo-blocks.
+    pub fn new(
+        residents: impl Iterator<Item = Resident>,
+        block_size: u32,
+        meta_bit: u64,
+    ) -> Content {
+        let b = u64::from(block_size);
+        let mut classes: BTreeMap<u8, ClassContent> = BTreeMap::new();
+        let mut files: std::collections::HashSet<(u8, u64)> = Default::default();
+        let mut runs: BTreeMap<(u64, u8, &'static str), Vec<u64>> = BTreeMap::new();
+        for r in residents {
+            let c = classes.entry(r.class).or_default();
+            c.cached_bytes += b;
+            match r.state {
+                State::Clean => c.clean_bytes += b,
+                State::Pinned => c.pinned_bytes += b,
+                _ => c.dirty_bytes += b,
+            }
+            if files.insert((r.class, r.key.file)) {
+                c.files += 1;
+            }
+            if r.key.file & meta_bit == 0 {
+                runs.entry((r.key.file, r.class, state_name(r.state)))
+                    .or_default()
+                    .push(r.key.index);
+            }
+        }
+        let mut extents = Vec::new();
+        let mut truncated = false;
+        'outer: for ((file, class, state), mut idx) in runs {
+            idx.sort_unstable();
+            let mut i = 0;
+            while i < idx.len() {
+                let mut j = i + 1;
+                while j < idx.len() && idx[j] == idx[j - 1] + 1 {
+                    j += 1;
+                }
+                if extents.len() == MAX_EXTENTS {
+                    truncated = true;
+                    break 'outer;
+                }
+                extents.push(Extent {
+                    file,
+                    index: idx[i],
+                    blocks: (j - i) as u64,
+                    class,
+                    state: state.to_string(),
+                });
+                i = j;
+            }
+        }
+        Content {
+            block_size,
+            classes: classes
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            extents,
+            truncated,
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "{:>5} {:>12} {:>12} {:>12} {:>12} {:>8}\n",
+            "class", "cached", "clean", "dirty", "pinned", "files"
+        );
+        let mut ids: Vec<&String> = self.classes.keys().collect();
+        ids.sort_by_key(|k| k.parse::<u32>().unwrap_or(u32::MAX));
+        for id in ids {
+            let c = &self.classes[id];
+            s += &format!(
+                "{:>5} {:>12} {:>12} {:>12} {:>12} {:>8}\n",
+                id, c.cached_bytes, c.clean_bytes, c.dirty_bytes, c.pinned_bytes, c.files
+            );
+        }
+        s += &format!(
+            "{} extents{}\n",
+            self.extents.len(),
+            if self.truncated { " (truncated)" } else { "" }
+        );
+        for e in &self.extents {
+            s += &format!(
+                "  file {} blocks {}..{} class {} {}\n",
+                e.file,
+                e.index,
+                e.index + e.blocks,
+                e.class,
+                e.state
+            );
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +310,7 @@ mod tests {
         );
         let s = Stats {
             mode: "dss".into(),
+            pid: 1,
             policy: "reference".into(),
             block_size: 4096,
             cache_entries: 10,
@@ -191,5 +334,40 @@ mod tests {
         assert_eq!(v["devices"]["ssd"]["bytes"], 30);
         assert_eq!(v["devices"]["ssd"]["busy_s"], 1.5);
         assert!(s.render().contains("   11"));
+    }
+
+    #[test]
+    fn content_groups_by_class_and_coalesces_extents() {
+        use dss_engine::BlockKey;
+        let r = |file, index, class, state| Resident {
+            slot: 0,
+            key: BlockKey { file, index },
+            class,
+            state,
+        };
+        let meta = 1u64 << 63;
+        let res = vec![
+            r(5, 1, 24, State::Dirty),
+            r(5, 0, 24, State::Dirty),
+            r(5, 3, 24, State::Dirty),
+            r(6, 0, 31, State::Clean),
+            r(meta | 5, 0, 2, State::Dirty),
+        ];
+        let c = Content::new(res.into_iter(), 4096, meta);
+        assert_eq!(c.classes["24"].dirty_bytes, 3 * 4096);
+        assert_eq!(c.classes["24"].files, 1);
+        assert_eq!(c.classes["31"].clean_bytes, 4096);
+        assert_eq!(c.classes["2"].cached_bytes, 4096);
+        let runs: Vec<(u64, u64, u64)> = c
+            .extents
+            .iter()
+            .map(|e| (e.file, e.index, e.blocks))
+            .collect();
+        assert_eq!(runs, vec![(5, 0, 2), (5, 3, 1), (6, 0, 1)]);
+        assert!(!c.truncated);
+        let many = (0..2 * MAX_EXTENTS as u64).map(|i| r(9, 2 * i, 24, State::Dirty));
+        let c = Content::new(many, 4096, meta);
+        assert!(c.truncated && c.extents.len() == MAX_EXTENTS);
+        assert!(serde_json::to_string(&c).unwrap().len() < 60_000);
     }
 }

@@ -29,7 +29,6 @@ impl Drop for Mounted {
 }
 
 #[test]
-#[ignore = "the daemon does not exit after unmount with auto_unmount and several FUSE threads; run with --ignored"]
 fn mount_write_read_stats_unmount() {
     if !fuse_available() {
         eprintln!("skipped: no /dev/fuse or fusermount3");
@@ -69,10 +68,16 @@ fn mount_write_read_stats_unmount() {
     let mut f = fs::File::create(mnt.join("small")).unwrap();
     f.write_all(b"acknowledged").unwrap();
     f.sync_all().unwrap();
-    assert_eq!(
-        fs::read(hdd.join("small")).unwrap(),
-        b"acknowledged",
-        "fsync reaches the HDD"
+    drop(f);
+    assert!(
+        fs::read(hdd.join(".dss-tier/anchors")).map(|_| ()).is_err(),
+        "the anchor directory is a directory"
+    );
+    assert!(
+        !fs::read_dir(&mnt)
+            .unwrap()
+            .any(|e| e.unwrap().file_name() == ".dss-tier"),
+        "the tier's own directory is hidden"
     );
 
     fs::rename(mnt.join("objects/a.data"), mnt.join("objects/b.data")).unwrap();
@@ -95,18 +100,22 @@ fn mount_write_read_stats_unmount() {
     assert!(v["devices"]["hdd"]["ops"].as_u64().unwrap() > 0);
     assert!(v["devices"]["ssd"]["bytes"].as_u64().unwrap() > 0);
 
-    drop(guard);
-    for _ in 0..100 {
-        if !fs::read_to_string("/proc/self/mountinfo")
+    let pid = v["pid"].as_u64().unwrap();
+    // `umount` returns once the daemon has written back and exited.
+    let st = Command::new(BIN).arg("umount").arg(&mnt).status().unwrap();
+    assert!(st.success());
+    std::mem::forget(guard);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z")),
+        "the daemon has exited"
+    );
+    assert!(
+        !fs::read_to_string("/proc/self/mountinfo")
             .unwrap()
             .contains(mnt.to_str().unwrap())
-        {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // Give the daemon its final write-back before looking at the HDD alone.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    );
+    assert_eq!(fs::read(hdd.join("small")).unwrap(), b"acknowledged");
     assert_eq!(
         fs::read(hdd.join("objects/b.data")).unwrap(),
         data,

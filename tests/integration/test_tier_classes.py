@@ -1,0 +1,172 @@
+"""Class-driven caching through the real ioctls (dssio's tier backend), observed through
+`dss-tier stats --json` and `dss-tier dump --json`."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from swift_dss.dssio import get_backend
+from tests.integration.tier_helpers import (  # noqa: F401
+    LRU,
+    Tier,
+    class_stats,
+    make_tier,
+    tiers,
+    tmpfs,
+)
+
+BLOCK = 4096
+HIGH = 24  # user0, priority 2 in the reference policy
+LOW = 20  # files > 256 KB, priority 10: bypasses the cache under pressure
+CACHE = "256KiB"  # 64 entries: low watermark 4 free, high 10
+
+
+def settle(tier: Tier) -> dict:
+    """Stats once the syncer has brought the cache back above its high watermark."""
+    deadline = time.monotonic() + 30
+    while True:
+        s = tier.stats()
+        if not s["syncer_active"] or time.monotonic() > deadline:
+            return s
+        time.sleep(0.01)
+
+
+def write_class(tier: Tier, name: str, cls: int, size: int, chunk: int = 64 * 1024) -> None:
+    """Write ``size`` bytes of class ``cls``, letting the syncer catch up between chunks so
+    that eviction, not a full cache, decides what stays."""
+    b = get_backend("tier")
+    fd = os.open(tier.mnt / name, os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        for off in range(0, size, chunk):
+            n = min(chunk, size - off)
+            assert b.pdwrite(fd, cls, bytes([cls]) * n, off) == n
+            settle(tier)
+    finally:
+        b.release(fd)
+        os.close(fd)
+
+
+HIGH_BYTES = 38 * BLOCK
+LOW_BYTES = 2 * 1024 * 1024
+
+
+def fill(tier: Tier) -> dict:
+    write_class(tier, "hot", HIGH, HIGH_BYTES)
+    write_class(tier, "bulk", LOW, LOW_BYTES)
+    return settle(tier)
+
+
+def test_dss_keeps_the_high_class_and_bypasses_the_low_one(make_tier: object) -> None:  # noqa: F811
+    t = make_tier()
+    t.mount(cache_size=CACHE, mode="dss")
+    s = fill(t)
+    hi, lo = class_stats(s, HIGH), class_stats(s, LOW)
+    assert hi["cached_bytes"] == HIGH_BYTES
+    assert hi["evicted_bytes"] == 0
+    assert lo["bypassed_bytes"] > 0
+    assert lo["evicted_bytes"] > 0
+    assert lo["cached_bytes"] < HIGH_BYTES
+    # The dump agrees with the counters, and names the file's blocks.
+    d = t.dump()
+    assert d["classes"][str(HIGH)]["cached_bytes"] == HIGH_BYTES
+    assert d["classes"][str(HIGH)]["files"] == 1
+    hot = os.stat(t.mnt / "hot").st_ino
+    assert sum(e["blocks"] for e in d["extents"] if e["file"] == hot) == HIGH_BYTES // BLOCK
+    # Reading the high class back is all hits.
+    before = class_stats(t.stats(), HIGH)["hits"]
+    b = get_backend("tier")
+    fd = os.open(t.mnt / "hot", os.O_RDONLY)
+    try:
+        # The tier sits below the page cache: drop the file's pages so reads reach it.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert b.pdread(fd, HIGH, HIGH_BYTES, 0) == bytes([HIGH]) * HIGH_BYTES
+    finally:
+        b.release(fd)
+        os.close(fd)
+    after = class_stats(t.stats(), HIGH)
+    assert after["hits"] > before
+    assert after["misses"] == class_stats(s, HIGH)["misses"]
+
+
+@pytest.mark.parametrize("how", ["mode", "policy"])
+def test_lru_lets_recency_alone_decide(make_tier: object, how: str) -> None:  # noqa: F811
+    t = make_tier()
+    if how == "mode":
+        t.mount(cache_size=CACHE, mode="lru")
+    else:
+        t.mount(cache_size=CACHE, policy=LRU)
+    s = fill(t)
+    assert s["mode"] == "lru"
+    hi, lo = class_stats(s, HIGH), class_stats(s, LOW)
+    assert hi["evicted_bytes"] > 0
+    assert hi["cached_bytes"] < HIGH_BYTES
+    # The most recent blocks are the low class's.
+    assert lo["cached_bytes"] > hi["cached_bytes"]
+
+
+def test_reclassify_moves_cached_bytes_between_classes(make_tier: object) -> None:  # noqa: F811
+    t = make_tier()
+    t.mount(cache_size="4MiB")
+    write_class(t, "obj", HIGH, 10 * BLOCK)
+    assert class_stats(t.stats(), HIGH)["cached_bytes"] == 10 * BLOCK
+    b = get_backend("tier")
+    fd = os.open(t.mnt / "obj", os.O_RDWR)
+    try:
+        b.reclassify(fd, 4 * BLOCK, 2 * BLOCK, 25)
+        s = t.stats()
+        assert class_stats(s, HIGH)["cached_bytes"] == 8 * BLOCK
+        assert class_stats(s, 25)["cached_bytes"] == 2 * BLOCK
+        b.reclassify(fd, 0, 0, 31)
+    finally:
+        b.release(fd)
+        os.close(fd)
+    s = t.stats()
+    assert class_stats(s, HIGH)["cached_bytes"] == 0
+    assert class_stats(s, 25)["cached_bytes"] == 0
+    assert class_stats(s, 31)["cached_bytes"] == 10 * BLOCK
+    assert (t.mnt / "obj").read_bytes() == bytes([HIGH]) * 10 * BLOCK
+
+
+def test_unclassified_io_gets_the_policys_default_classes(make_tier: object) -> None:  # noqa: F811
+    t = make_tier()
+    t.mount(cache_size="4MiB")
+    (t.mnt / "small").write_bytes(b"s" * 3000)  # <= 4096: class 11
+    (t.mnt / "c.db").write_bytes(b"d" * 20_000)  # a database by name: class 5
+    (t.mnt / "dir").mkdir()  # directory: class 3, inode: class 2
+    os.setxattr(t.mnt / "small", "user.k", b"v" * 100)  # xattr: class 4
+    with open(t.mnt / "grow", "wb") as f:  # 16 KiB < size <= 64 KiB when written: class 13
+        f.write(b"g" * 20_000)
+        f.flush()
+        f.write(b"h" * 20_000)
+    s = t.stats()
+    assert class_stats(s, 11)["cached_bytes"] >= BLOCK
+    assert class_stats(s, 5)["cached_bytes"] == 5 * BLOCK
+    for meta in (2, 3, 4):
+        c = class_stats(s, meta)
+        assert c["hits"] + c["misses"] + c["cached_bytes"] > 0, meta
+    assert class_stats(s, 13)["cached_bytes"] > 0
+    assert class_stats(s, 0)["cached_bytes"] == 0
+
+
+def test_stats_document_has_the_contract_keys(make_tier: object) -> None:  # noqa: F811
+    t = make_tier()
+    t.mount(cache_size="1MiB")
+    (t.mnt / "f").write_bytes(b"x" * 10_000)
+    s = t.stats()
+    assert s["mode"] == "dss"
+    assert isinstance(s["pid"], int) and s["pid"] == t.proc.pid
+    for c in s["classes"].values():
+        assert {
+            "cached_bytes",
+            "dirty_bytes",
+            "hits",
+            "misses",
+            "bypassed_bytes",
+            "evicted_bytes",
+        } <= set(c)
+    for dev in ("ssd", "hdd"):
+        assert {"ops", "bytes", "busy_s"} <= set(s["devices"][dev])
+    assert s["devices"]["ssd"]["bytes"] > 0

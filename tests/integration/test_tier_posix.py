@@ -1,0 +1,225 @@
+"""POSIX behaviour Swift relies on, through a real dss-tier mount with a cache small
+enough that data moves between the SSD and the HDD while the tests run."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.integration.tier_helpers import (  # noqa: F401
+    Tier,
+    make_tier,
+    tiers,
+    tmpfs,
+)
+
+
+@pytest.fixture
+def tier(make_tier: object) -> Tier:  # noqa: F811
+    t = make_tier()
+    t.mount(cache_size="1MiB")
+    return t
+
+
+def data(n: int, seed: int) -> bytes:
+    return hashlib.shake_256(f"{seed}".encode()).digest(n)
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_large_file_round_trip_and_final_write_back(tier: Tier) -> None:
+    big = data(5 * 1024 * 1024 + 123, 1)
+    (tier.mnt / "big").write_bytes(big)
+    assert (tier.mnt / "big").read_bytes() == big
+    tier.umount()
+    assert (tier.hdd / "big").read_bytes() == big
+
+
+def test_rename_over_an_existing_file(tier: Tier) -> None:
+    a, b = tier.mnt / "a", tier.mnt / "b"
+    a.write_bytes(data(20_000, 1))
+    b.write_bytes(data(30_000, 2))
+    with open(b, "rb") as held:
+        os.rename(a, b)
+        # The replaced file stays readable through an open descriptor.
+        assert held.read() == data(30_000, 2)
+    assert b.read_bytes() == data(20_000, 1)
+    assert not a.exists()
+    assert os.stat(b).st_nlink == 1
+
+
+def test_large_xattrs(tier: Tier) -> None:
+    p = tier.mnt / "obj"
+    p.write_bytes(b"x")
+    meta = data(9000, 3)
+    os.setxattr(p, "user.swift.metadata", meta)
+    os.setxattr(p, "user.swift.metadata1", meta[:100])
+    assert os.getxattr(p, "user.swift.metadata") == meta
+    assert {"user.swift.metadata", "user.swift.metadata1"} <= set(os.listxattr(p))
+    os.removexattr(p, "user.swift.metadata1")
+    assert "user.swift.metadata1" not in os.listxattr(p)
+    assert os.getxattr(tier.hdd / "obj", "user.swift.metadata") == meta
+
+
+def test_fsync_of_files_and_directories(tier: Tier) -> None:
+    d = tier.mnt / "objects" / "123"
+    d.mkdir(parents=True)
+    fd = os.open(d / "f.data", os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        os.write(fd, data(70_000, 4))
+        os.fsync(fd)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    assert (d / "f.data").read_bytes() == data(70_000, 4)
+
+
+def test_mkstemp_then_rename_into_place(tier: Tier) -> None:
+    tmpdir = tier.mnt / "tmp"
+    final = tier.mnt / "objects" / "x.data"
+    tmpdir.mkdir()
+    final.parent.mkdir()
+    for version in range(3):
+        fd, name = tempfile.mkstemp(dir=tmpdir)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data(50_000 + version, version))
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(name, final)
+        assert final.read_bytes() == data(50_000 + version, version)
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_fallocate_and_holes(tier: Tier) -> None:
+    p = tier.mnt / "pre"
+    content = data(64 * 1024, 5)
+    with open(p, "w+b") as f:
+        os.posix_fallocate(f.fileno(), 0, 1 << 20)
+        assert os.fstat(f.fileno()).st_size == 1 << 20
+        f.write(content)
+        f.flush()
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+        punch_hole_keep_size = 0x02 | 0x01
+        # A hole across cached blocks, with partial blocks at both ends.
+        r = libc.fallocate(f.fileno(), punch_hole_keep_size, 1000, 20_000)
+        assert r == 0, os.strerror(ctypes.get_errno())
+        f.seek(0)
+        got = f.read(len(content))
+    want = content[:1000] + bytes(20_000) + content[21_000:]
+    assert got == want
+    assert p.read_bytes()[: len(content)] == want
+    assert os.stat(p).st_size == 1 << 20
+
+
+def test_hard_links(tier: Tier) -> None:
+    a, b = tier.mnt / "a", tier.mnt / "b"
+    with open(a, "wb") as f:
+        f.write(data(10_000, 6))
+        os.fsync(f.fileno())
+    # The tier's own anchor link never shows in the link count.
+    assert os.stat(a).st_nlink == 1
+    os.link(a, b)
+    assert os.stat(a).st_nlink == 2
+    assert os.stat(a).st_ino == os.stat(b).st_ino
+    with open(b, "r+b") as f:
+        f.write(b"changed")
+    assert a.read_bytes()[:7] == b"changed"
+    a.unlink()
+    assert os.stat(b).st_nlink == 1
+    assert b.read_bytes() == b"changed" + data(10_000, 6)[7:]
+
+
+def test_sqlite_locking_from_two_processes(tier: Tier) -> None:
+    db = tier.mnt / "container.db"
+    con = sqlite3.connect(db, timeout=0.2, isolation_level=None)
+    con.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)")
+    con.execute("BEGIN IMMEDIATE")
+    con.execute("INSERT INTO t (v) VALUES ('parent')")
+    other = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], timeout=0.2, isolation_level=None)\n"
+        "try:\n"
+        "    c.execute('BEGIN IMMEDIATE'); c.execute(\"INSERT INTO t (v) VALUES ('child')\")\n"
+        "    c.execute('COMMIT'); print('ok')\n"
+        "except sqlite3.OperationalError as e:\n"
+        "    print(e)\n"
+    )
+    run = [sys.executable, "-c", other, str(db)]
+    locked = subprocess.run(run, capture_output=True, text=True, check=True)
+    assert "locked" in locked.stdout
+    con.execute("COMMIT")
+    done = subprocess.run(run, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "ok"
+    rows = [r[0] for r in con.execute("SELECT v FROM t ORDER BY k")]
+    assert rows == ["parent", "child"]
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+
+
+def test_rsync_of_a_tree(tier: Tier, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for i in range(30):
+        d = src / f"d{i % 4}" / f"e{i % 3}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}").write_bytes(data(i * 7919, i))
+    os.symlink("d0", src / "link")
+    subprocess.run(["rsync", "-a", f"{src}/", f"{tier.mnt}/copy/"], check=True)
+    assert tree_digest(tier.mnt / "copy") == tree_digest(src)
+    assert os.readlink(tier.mnt / "copy" / "link") == "d0"
+    back = tmp_path / "back"
+    subprocess.run(["rsync", "-a", f"{tier.mnt}/copy/", f"{back}/"], check=True)
+    assert tree_digest(back) == tree_digest(src)
+    # rsync's check pass finds nothing to send the second time.
+    again = subprocess.run(
+        ["rsync", "-a", "--itemize-changes", f"{src}/", f"{tier.mnt}/copy/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert again.stdout.strip() == ""
+
+
+def test_the_tiers_own_directory_is_hidden(tier: Tier) -> None:
+    with open(tier.mnt / "f", "wb") as f:
+        f.write(b"x" * 5000)
+        os.fsync(f.fileno())
+    assert ".dss-tier" not in os.listdir(tier.mnt)
+    with pytest.raises(FileNotFoundError):
+        os.stat(tier.mnt / ".dss-tier")
+    assert (tier.hdd / ".dss-tier" / "anchors").is_dir()
+
+
+def test_truncate_then_grow_reads_zeros(tier: Tier) -> None:
+    p = tier.mnt / "t"
+    p.write_bytes(data(10_000, 7))
+    with open(p, "r+b") as f:
+        f.truncate(5000)
+        f.seek(9000)
+        f.write(b"end")
+    got = p.read_bytes()
+    assert got == data(10_000, 7)[:5000] + bytes(4000) + b"end"
+    with pytest.raises(OSError) as e:
+        os.rmdir(tier.mnt / "t")
+    assert e.value.errno == errno.ENOTDIR

@@ -1,0 +1,443 @@
+//! The write-back journal: what each SSD slot holds, kept on the SSD beside the slab so
+//! that a restart after a crash knows which slab blocks are the only current copy.
+//!
+//! It is a table with one fixed-size record per slot, rewritten in place: a slot's record
+//! is its latest transition, so replay is a single pass with no log to trim. Records are
+//! staged in memory and written out (to the page cache) before the FUSE request that made
+//! the change is answered, which is what survives a kill of the daemon; `sync` makes them
+//! durable, which fsync does before it answers.
+//!
+//! File layout: a 4 KiB header, then `entries` records of 32 bytes, slot order.
+//!   header: magic u64, version u32, block_size u32, entries u32, clean u32, crc u32
+//!   record: file u64, index u64, valid u32, class u8, state u8, 0u16, 0u32, crc u32
+//! `clean` is 1 only while the tier is unmounted after a complete final write-back.
+//! An all-zero record is an empty slot; any other record must match its CRC, or it is
+//! treated as empty (a torn record only ever belongs to an unacknowledged change).
+
+use dss_engine::{BlockKey, Durable};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"DSSTIERJ");
+const VERSION: u32 = 1;
+pub const HEADER: u64 = 4096;
+pub const RECORD: usize = 32;
+/// Records are written out in units of this many bytes (a page).
+const PAGE: usize = 4096;
+
+/// CRC-32 (IEEE), bitwise: records are tiny and the table is built at compile time.
+const CRC_TABLE: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
+pub fn crc32(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c = CRC_TABLE[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+/// One slot's journalled state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub key: BlockKey,
+    /// Bytes of the block that lie inside the file (the file's size is at least
+    /// `index * block_size + valid` once this block is written back).
+    pub valid: u32,
+    pub class: u8,
+    pub state: Durable,
+}
+
+impl Record {
+    pub const EMPTY: Record = Record {
+        key: BlockKey { file: 0, index: 0 },
+        valid: 0,
+        class: 0,
+        state: Durable::Empty,
+    };
+
+    /// Holds the only current copy of its block.
+    pub fn is_dirty(&self) -> bool {
+        matches!(self.state, Durable::Dirty | Durable::Pinned)
+    }
+
+    pub fn encode(&self) -> [u8; RECORD] {
+        let mut b = [0u8; RECORD];
+        if self.state == Durable::Empty {
+            return b;
+        }
+        b[0..8].copy_from_slice(&self.key.file.to_le_bytes());
+        b[8..16].copy_from_slice(&self.key.index.to_le_bytes());
+        b[16..20].copy_from_slice(&self.valid.to_le_bytes());
+        b[20] = self.class;
+        b[21] = match self.state {
+            Durable::Empty => 0,
+            Durable::Clean => 1,
+            Durable::Dirty => 2,
+            Durable::Pinned => 3,
+        };
+        let crc = crc32(&b[..28]);
+        b[28..32].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// `None` for a record that fails its checksum or names an unknown state.
+    pub fn decode(b: &[u8]) -> Option<Record> {
+        if b.iter().all(|&x| x == 0) {
+            return Some(Record::EMPTY);
+        }
+        let crc = u32::from_le_bytes(b[28..32].try_into().ok()?);
+        if crc != crc32(&b[..28]) || b[22..28].iter().any(|&x| x != 0) {
+            return None;
+        }
+        let state = match b[21] {
+            1 => Durable::Clean,
+            2 => Durable::Dirty,
+            3 => Durable::Pinned,
+            _ => return None,
+        };
+        Some(Record {
+            key: BlockKey {
+                file: u64::from_le_bytes(b[0..8].try_into().ok()?),
+                index: u64::from_le_bytes(b[8..16].try_into().ok()?),
+            },
+            valid: u32::from_le_bytes(b[16..20].try_into().ok()?),
+            class: b[20],
+            state,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub block_size: u32,
+    pub entries: u32,
+    pub clean: bool,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; 28] {
+        let mut b = [0u8; 28];
+        b[0..8].copy_from_slice(&MAGIC.to_le_bytes());
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.block_size.to_le_bytes());
+        b[16..20].copy_from_slice(&self.entries.to_le_bytes());
+        b[20..24].copy_from_slice(&u32::from(self.clean).to_le_bytes());
+        let crc = crc32(&b[..24]);
+        b[24..28].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Header, String> {
+        if b.len() < 28 || u64::from_le_bytes(b[0..8].try_into().unwrap()) != MAGIC {
+            return Err("no journal header (not a dss-tier journal)".into());
+        }
+        if u32::from_le_bytes(b[24..28].try_into().unwrap()) != crc32(&b[..24]) {
+            return Err("journal header checksum mismatch".into());
+        }
+        let v = u32::from_le_bytes(b[8..12].try_into().unwrap());
+        if v != VERSION {
+            return Err(format!("journal version {v}, this build reads {VERSION}"));
+        }
+        Ok(Header {
+            block_size: u32::from_le_bytes(b[12..16].try_into().unwrap()),
+            entries: u32::from_le_bytes(b[16..20].try_into().unwrap()),
+            clean: u32::from_le_bytes(b[20..24].try_into().unwrap()) == 1,
+        })
+    }
+}
+
+/// A journal as found on the SSD.
+pub struct Loaded {
+    pub header: Header,
+    /// Non-empty records, slot order.
+    pub records: Vec<(u32, Record)>,
+    /// Slots whose record failed its checksum.
+    pub corrupt: Vec<u32>,
+}
+
+/// Read a journal file; `Ok(None)` when there is none (or it is empty).
+pub fn load(file: &File) -> io::Result<Option<Result<Loaded, String>>> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut head = [0u8; 28];
+    if len < HEADER {
+        return Ok(Some(Err("journal shorter than its header".into())));
+    }
+    file.read_exact_at(&mut head, 0)?;
+    let header = match Header::decode(&head) {
+        Ok(h) => h,
+        Err(e) => return Ok(Some(Err(e))),
+    };
+    let want = HEADER + u64::from(header.entries) * RECORD as u64;
+    if len < want {
+        return Ok(Some(Err(format!(
+            "journal holds {len} bytes, its header needs {want}"
+        ))));
+    }
+    let mut table = vec![0u8; header.entries as usize * RECORD];
+    file.read_exact_at(&mut table, HEADER)?;
+    let mut records = Vec::new();
+    let mut corrupt = Vec::new();
+    for (slot, chunk) in table.chunks_exact(RECORD).enumerate() {
+        match Record::decode(chunk) {
+            Some(r) if r.state == Durable::Empty => {}
+            Some(r) => records.push((slot as u32, r)),
+            None => corrupt.push(slot as u32),
+        }
+    }
+    Ok(Some(Ok(Loaded {
+        header,
+        records,
+        corrupt,
+    })))
+}
+
+/// The live journal of a mounted tier: an in-memory image of the table plus the pages
+/// that differ from the file.
+pub struct Journal {
+    file: File,
+    header: Header,
+    image: Vec<u8>,
+    dirty_pages: Vec<u32>,
+    page_dirty: Vec<bool>,
+}
+
+impl Journal {
+    /// A journal with every slot empty, written out and synced, marked not clean (the
+    /// tier is about to be mounted).
+    pub fn create(file: File, block_size: u32, entries: u32) -> io::Result<Journal> {
+        let size = entries as usize * RECORD;
+        file.set_len(0)?;
+        file.set_len(HEADER + size as u64)?;
+        let pages = size.div_ceil(PAGE);
+        let j = Journal {
+            file,
+            header: Header {
+                block_size,
+                entries,
+                clean: false,
+            },
+            image: vec![0u8; size],
+            dirty_pages: Vec::new(),
+            page_dirty: vec![false; pages],
+        };
+        j.write_header()?;
+        j.file.sync_all()?;
+        Ok(j)
+    }
+
+    /// The live journal over a file `load` just read with the same geometry: the image
+    /// is what the file holds, so nothing needs writing out yet.
+    pub fn create_from(file: File, loaded: &Loaded) -> io::Result<Journal> {
+        let size = loaded.header.entries as usize * RECORD;
+        let mut image = vec![0u8; size];
+        for &(slot, rec) in &loaded.records {
+            let o = slot as usize * RECORD;
+            image[o..o + RECORD].copy_from_slice(&rec.encode());
+        }
+        Ok(Journal {
+            file,
+            header: loaded.header,
+            image,
+            dirty_pages: Vec::new(),
+            page_dirty: vec![false; size.div_ceil(PAGE)],
+        })
+    }
+
+    pub fn get(&self, slot: u32) -> Record {
+        let o = slot as usize * RECORD;
+        Record::decode(&self.image[o..o + RECORD]).unwrap_or(Record::EMPTY)
+    }
+
+    /// Stage `rec` as slot `slot`'s record; `write_out` sends it to the file.
+    pub fn set(&mut self, slot: u32, rec: &Record) {
+        let o = slot as usize * RECORD;
+        let b = rec.encode();
+        if self.image[o..o + RECORD] == b {
+            return;
+        }
+        self.image[o..o + RECORD].copy_from_slice(&b);
+        let page = o / PAGE;
+        if !self.page_dirty[page] {
+            self.page_dirty[page] = true;
+            self.dirty_pages.push(page as u32);
+        }
+    }
+
+    /// Write the staged pages to the file (not yet durable). Adjacent pages go in one
+    /// write.
+    pub fn write_out(&mut self) -> io::Result<()> {
+        if self.dirty_pages.is_empty() {
+            return Ok(());
+        }
+        self.dirty_pages.sort_unstable();
+        let mut i = 0;
+        while i < self.dirty_pages.len() {
+            let mut j = i + 1;
+            while j < self.dirty_pages.len() && self.dirty_pages[j] == self.dirty_pages[j - 1] + 1 {
+                j += 1;
+            }
+            let start = self.dirty_pages[i] as usize * PAGE;
+            let end = ((self.dirty_pages[j - 1] as usize + 1) * PAGE).min(self.image.len());
+            self.file
+                .write_all_at(&self.image[start..end], HEADER + start as u64)?;
+            i = j;
+        }
+        for &p in &self.dirty_pages {
+            self.page_dirty[p as usize] = false;
+        }
+        self.dirty_pages.clear();
+        Ok(())
+    }
+
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.write_out()?;
+        self.file.sync_data()
+    }
+
+    fn write_header(&self) -> io::Result<()> {
+        let mut page = vec![0u8; HEADER as usize];
+        page[..28].copy_from_slice(&self.header.encode());
+        self.file.write_all_at(&page, 0)
+    }
+
+    /// Mark the journal clean (after a complete final write-back) or not, durably.
+    pub fn set_clean(&mut self, clean: bool) -> io::Result<()> {
+        self.write_out()?;
+        self.file.sync_data()?;
+        self.header.clean = clean;
+        self.write_header()?;
+        self.file.sync_data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("dss-journal-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_file(&d);
+        d
+    }
+
+    fn open(p: &std::path::Path) -> File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(p)
+            .unwrap()
+    }
+
+    fn rec(file: u64, index: u64, state: Durable) -> Record {
+        Record {
+            key: BlockKey { file, index },
+            valid: 1000,
+            class: 24,
+            state,
+        }
+    }
+
+    #[test]
+    fn crc_matches_the_reference_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn records_round_trip_and_reject_damage() {
+        for state in [Durable::Clean, Durable::Dirty, Durable::Pinned] {
+            let r = rec(7, 9, state);
+            let b = r.encode();
+            assert_eq!(Record::decode(&b), Some(r));
+            for bit in [0, 70, 160, 170, 230] {
+                let mut d = b;
+                d[bit / 8] ^= 1 << (bit % 8);
+                assert_eq!(Record::decode(&d), None, "bit {bit} flipped");
+            }
+        }
+        assert_eq!(Record::decode(&[0u8; RECORD]), Some(Record::EMPTY));
+        assert_eq!(Record::EMPTY.encode(), [0u8; RECORD]);
+    }
+
+    #[test]
+    fn staged_records_reach_the_file_only_when_written_out() {
+        let p = tmp("stage");
+        let mut j = Journal::create(open(&p), 4096, 1000).unwrap();
+        j.set(3, &rec(1, 2, Durable::Dirty));
+        j.set(999, &rec(1, 5, Durable::Pinned));
+        let l = load(&open(&p)).unwrap().unwrap().unwrap();
+        assert!(l.records.is_empty(), "nothing written out yet");
+        j.write_out().unwrap();
+        j.set(3, &Record::EMPTY);
+        j.set(500, &rec(2, 0, Durable::Clean));
+        let l = load(&open(&p)).unwrap().unwrap().unwrap();
+        assert_eq!(
+            l.records,
+            vec![
+                (3, rec(1, 2, Durable::Dirty)),
+                (999, rec(1, 5, Durable::Pinned))
+            ]
+        );
+        assert!(!l.header.clean);
+        j.set_clean(true).unwrap();
+        let l = load(&open(&p)).unwrap().unwrap().unwrap();
+        assert_eq!(
+            l.records,
+            vec![
+                (500, rec(2, 0, Durable::Clean)),
+                (999, rec(1, 5, Durable::Pinned))
+            ]
+        );
+        assert_eq!(
+            l.header,
+            Header {
+                block_size: 4096,
+                entries: 1000,
+                clean: true
+            }
+        );
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn a_torn_record_is_reported_not_restored() {
+        let p = tmp("torn");
+        let mut j = Journal::create(open(&p), 4096, 10).unwrap();
+        j.set(4, &rec(1, 2, Durable::Dirty));
+        j.sync().unwrap();
+        let f = open(&p);
+        f.write_all_at(&[0xFF; 8], HEADER + 4 * RECORD as u64 + 8)
+            .unwrap();
+        let l = load(&f).unwrap().unwrap().unwrap();
+        assert!(l.records.is_empty());
+        assert_eq!(l.corrupt, vec![4]);
+        f.write_all_at(b"garbage!", 0).unwrap();
+        assert!(load(&f).unwrap().unwrap().is_err());
+        f.set_len(0).unwrap();
+        assert!(load(&f).unwrap().is_none());
+        let _ = std::fs::remove_file(&p);
+    }
+}
