@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import click
+from swift_dss.deploy.cli_common import dir_option, one_line_errors
 from swift_dss.deploy.saio import Saio, SaioConfig, SaioError
 from swift_dss.deploy.saio_cli import DEFAULT_DIR, describe
 
@@ -73,21 +74,13 @@ def show_dss_headers(output: str) -> None:
 
 
 @click.command()
-@click.option(
-    "--dir",
-    "dir_",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-)
+@dir_option(DEFAULT_DIR, help=None)
 @click.option("--port", type=int, default=8080, show_default=True, help="Proxy port if starting.")
 def demo(dir_: Path, port: int) -> None:
     """Start the all-in-one cluster if needed, store two classified objects, read classes back."""
-    try:
+    with one_line_errors(SaioError):
         cluster = ensure_cluster(dir_, port)
         storage_url, token = cluster.get_token()
-    except SaioError as err:
-        raise click.ClickException(str(err)) from None
     click.echo(describe(cluster) + "\n")
     if not cluster.cfg.dss:
         click.secho("This cluster runs without dss: no classes will be kept.", fg="yellow")

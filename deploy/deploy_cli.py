@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
+from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
 from swift_dss.deploy.generate import generate as generate_tree
 from swift_dss.deploy.inventory import InventoryError, load_inventory
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
@@ -16,28 +13,7 @@ from swift_dss.deploy.netns import NetnsError
 from swift_dss.deploy.saio import SaioError
 
 DEFAULT_DIR = Path("run/local-cluster")
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-dir_option = click.option(
-    "--dir",
-    "dir_",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-    help="Directory holding the cluster's configs, rings, logs and devices.",
-)
-
-
-def one_line_errors(func: F) -> F:
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (InventoryError, SaioError, NetnsError, OSError, ValueError) as err:
-            raise click.ClickException(str(err)) from None
-
-    return wrapper  # type: ignore[return-value]
+EXPECTED = (InventoryError, SaioError, NetnsError, OSError, ValueError)
 
 
 @click.group()
@@ -53,7 +29,7 @@ def deploy() -> None:
     required=True,
     help="Directory for rings, nodes/NODE/... trees and manifest.json.",
 )
-@one_line_errors
+@one_line_errors(*EXPECTED)
 def generate(inventory: Path, out: Path) -> None:
     """Rings, every node's configs and systemd units from INVENTORY (YAML)."""
     inv = load_inventory(inventory)
@@ -89,11 +65,11 @@ def local_cluster() -> None:
 
 
 @local_cluster.command()
-@dir_option
+@dir_option(DEFAULT_DIR)
 @click.option("--nodes", type=int, default=4, show_default=True, help="Storage nodes.")
 @click.option("--replicas", type=int, default=3, show_default=True)
 @click.option("--port", type=int, default=0, show_default=True, help="Proxy port; 0 = any.")
-@one_line_errors
+@one_line_errors(*EXPECTED)
 def up(dir_: Path, nodes: int, replicas: int, port: int) -> None:
     """Start the cluster and return once the proxy answers; the servers keep running."""
     cluster = LocalCluster(LocalClusterConfig(dir=dir_, nodes=nodes, replicas=replicas, port=port))
@@ -102,23 +78,12 @@ def up(dir_: Path, nodes: int, replicas: int, port: int) -> None:
     click.echo(f"Stop it with:  dss deploy local-cluster down --dir {cluster.dir}")
 
 
-@local_cluster.command()
-@dir_option
-@one_line_errors
-def down(dir_: Path) -> None:
-    """Stop every process, unmount the devices, delete the namespaces and the bridge."""
-    LocalCluster.load(dir_).down()
-    click.echo(f"stopped the local cluster in {dir_.absolute()}")
-
-
-@local_cluster.command()
-@dir_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@one_line_errors
-def status(dir_: Path, as_json: bool) -> None:
-    """Show nodes, addresses and processes; exit status 1 unless everything runs."""
-    cluster = LocalCluster.load(dir_)
-    info = cluster.status()
-    click.echo(json.dumps(info, indent=2) if as_json else describe(cluster))
-    if not info["up"]:
-        raise click.ClickException(f"the local cluster in {cluster.dir} is not (fully) running")
+add_down_and_status(
+    local_cluster,
+    LocalCluster,
+    describe,
+    DEFAULT_DIR,
+    EXPECTED,
+    down_help="Stop every process, unmount the devices, delete the namespaces and the bridge.",
+    status_help="Show nodes, addresses and processes; exit status 1 unless everything runs.",
+)

@@ -21,21 +21,19 @@ Layout of DIR:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import json
-import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swift_dss.deploy import swiftrun
+from swift_dss.deploy.cluster_config import ClusterConfig
 from swift_dss.deploy.generate import (
     NodePaths,
     build_cluster_rings,
@@ -44,18 +42,11 @@ from swift_dss.deploy.generate import (
 )
 from swift_dss.deploy.inventory import Cluster, Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.netns import NetnsError, Network
+from swift_dss.deploy.probes import free_ports, http, tcp_answers
+from swift_dss.deploy.process_cluster import ProcessCluster
+from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
-from swift_dss.deploy.saio import (
-    SaioError,
-    current_user,
-    free_ports,
-    http,
-    log_tail,
-    mount_tmpfs,
-    read_proc,
-    release_devices,
-    tcp_answers,
-)
+from swift_dss.deploy.saio import SaioError, current_user, mount_tmpfs, release_devices
 
 STATE_FILE = "local-cluster.json"
 DEVICE = "d1"
@@ -75,8 +66,7 @@ class ClusterError(SaioError):
 
 
 @dataclass
-class LocalClusterConfig:
-    dir: Path
+class LocalClusterConfig(ClusterConfig):
     nodes: int = 4
     replicas: int = 3
     port: int = 0
@@ -87,16 +77,6 @@ class LocalClusterConfig:
     #: The replicator daemon's pause between passes; tests run passes themselves (--once).
     replicator_interval: int = 3600
     start_timeout: float = 120.0
-
-    def __post_init__(self) -> None:
-        self.dir = Path(self.dir).absolute()
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "dir": str(self.dir)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LocalClusterConfig:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def validate(self) -> None:
         if not 1 <= self.nodes <= 200:
@@ -109,44 +89,26 @@ def node_name(index: int) -> str:
     return f"s{index}"
 
 
-def matches(pid: int, cmds: list[list[str]]) -> bool:
-    info = read_proc(pid)
-    return info is not None and info[0] not in ("Z", "X") and info[2] in cmds
-
-
-class LocalCluster:
-    user = "test:tester"
-    key = "testing"
-    account = "AUTH_test"
+class LocalCluster(ProcessCluster):
+    state_file = STATE_FILE
+    config_type = LocalClusterConfig
+    kind = "local cluster"
+    _error = ClusterError
+    cfg: LocalClusterConfig
 
     def __init__(self, cfg: LocalClusterConfig, state: dict[str, Any] | None = None) -> None:
-        self.cfg = cfg
-        self.dir = cfg.dir
+        super().__init__(cfg, state)
         self.net = Network.for_dir(cfg.dir)
-        self._state: dict[str, Any] = state or {}
-        self._children: list[subprocess.Popen[bytes]] = []
 
     # -- addresses and paths
 
     @property
     def proxy_port(self) -> int:
-        return int(self._state.get("proxy_port", self.cfg.port))
+        return int(self._state.data.get("proxy_port", self.cfg.port))
 
     @property
     def proxy_url(self) -> str:
         return f"http://127.0.0.1:{self.proxy_port}"
-
-    @property
-    def auth_url(self) -> str:
-        return f"{self.proxy_url}/auth/v1.0"
-
-    @property
-    def account_url(self) -> str:
-        return f"{self.proxy_url}/v1/{self.account}"
-
-    @property
-    def state_path(self) -> Path:
-        return self.dir / STATE_FILE
 
     @property
     def node_names(self) -> list[str]:
@@ -169,46 +131,15 @@ class LocalCluster:
 
     @property
     def ports(self) -> dict[str, int]:
-        return dict(self._state["inventory_ports"])
-
-    @classmethod
-    def load(cls, dir: Path | str) -> LocalCluster:
-        path = Path(dir).absolute() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ClusterError(f"no local cluster in {path.parent} (no {STATE_FILE})") from None
-        except (OSError, ValueError) as err:
-            raise ClusterError(f"cannot read {path}: {err}") from None
-        return cls(LocalClusterConfig.from_json(state["config"]), state)
-
-    # -- state
-
-    def _save(self) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._state, indent=2) + "\n")
-        tmp.replace(self.state_path)
-
-    def _processes(self) -> dict[str, dict[str, Any]]:
-        return self._state.setdefault("processes", {})
-
-    def _reap(self) -> None:
-        for child in self._children:
-            child.poll()
+        return dict(self._state.data["inventory_ports"])
 
     def alive(self, name: str) -> bool:
-        self._reap()
-        proc = self._processes()[name]
-        return matches(proc["pid"], [proc["cmd"], proc["launch"]])
-
-    def is_up(self) -> bool:
-        procs = self._processes()
-        return bool(procs) and all(self.alive(name) for name in procs)
+        return self._procs.alive(name)
 
     # -- the inventory this cluster is made of
 
     def inventory(self) -> Inventory:
-        st = self._state
+        st = self._state.data
         cluster = Cluster(
             replicas=self.cfg.replicas,
             part_power=PART_POWER,
@@ -237,15 +168,9 @@ class LocalCluster:
 
     # -- up
 
-    def up(self) -> None:
-        """Start the cluster; return once the proxy serves authenticated requests."""
-        self._refuse_if_running()
-        self.cfg.validate()
-        memcached = shutil.which("memcached")
-        if memcached is None:
-            raise ClusterError("memcached is not installed (apt-get install memcached)")
+    def _new_state(self) -> dict[str, Any]:
         mc_port, picked = free_ports(2)
-        self._state = {
+        return {
             "config": self.cfg.to_json(),
             "tag": self.net.tag,
             "proxy_port": self.cfg.port or picked,
@@ -255,27 +180,20 @@ class LocalCluster:
             "mounts": [],
             "processes": {},
         }
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._save()
-        try:
-            self._make_network()
-            inv = self.inventory()
-            self._state["inventory_ports"] = inv.cluster.ports
-            self._write_configs(inv)
-            self._start(memcached)
-            self._wait_ready()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.down()
-            raise
+
+    def _prepare(self) -> None:
+        self._make_network()
+        inv = self.inventory()
+        self._state.data["inventory_ports"] = inv.cluster.ports
+        self._write_configs(inv)
 
     def _refuse_if_running(self) -> None:
-        if not self.state_path.exists():
+        if not self._state.exists():
             if self.net.namespaces() or self.net.bridge_exists():
                 self.down()  # leftovers of a run whose state file is gone
             return
         previous = LocalCluster.load(self.dir)
-        if any(previous.alive(name) for name in previous._processes()):
+        if previous._procs.any_alive():
             raise ClusterError(
                 f"a local cluster is already running in {self.dir} "
                 f"(dss deploy local-cluster down --dir {self.dir})"
@@ -289,8 +207,8 @@ class LocalCluster:
             self.net.make_node(i)
             devices = self.node_dir(name) / "devices"
             mount_tmpfs(devices, self.cfg.devices_size)
-            self._state["mounts"].append({"path": str(devices), "kind": "tmpfs"})
-            self._save()
+            self._state.data["mounts"].append({"path": str(devices), "kind": "tmpfs"})
+            self._state.save()
             (devices / DEVICE).mkdir()
 
     def _write_configs(self, inv: Inventory) -> None:
@@ -323,18 +241,8 @@ class LocalCluster:
             shutil.copyfile(ring, ndir / "etc" / ring.name)
 
     def _swift_cmd(self, ndir: Path, script: str, conf: str, log: Path, *args: str) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "swift_dss.deploy.swiftrun",
-            "--swift-conf",
-            str(ndir / "etc" / "swift.conf"),
-            "--log-file",
-            str(log),
-            script,
-            str(ndir / "etc" / conf),
-            *args,
-        ]
+        etc = ndir / "etc"
+        return swiftrun.command(etc / "swift.conf", log, script, str(etc / conf), *args)
 
     def _node_commands(self, node: str) -> dict[str, list[str]]:
         ndir = self.node_dir(node)
@@ -352,8 +260,7 @@ class LocalCluster:
 
     def _start(self, memcached: str) -> None:
         log_dir = self.dir / "proxy" / "log"
-        mc_cmd = [memcached, "-l", "127.0.0.1", "-p", str(self._state["memcached_port"])]
-        mc_cmd += ["-U", "0", "-m", "64"] + (["-u", "root"] if os.geteuid() == 0 else [])
+        mc_cmd = self._memcached_cmd(memcached, self._state.data["memcached_port"])
         self._spawn("memcached", None, mc_cmd, log_dir / "memcached.log")
         for node in self.node_names:
             self.start_node(node, wait=False)
@@ -363,93 +270,45 @@ class LocalCluster:
         self._spawn("proxy-server", None, cmd, log)
 
     def _spawn(self, name: str, node: str | None, cmd: list[str], log: Path) -> None:
-        prefix = self.net.exec_prefix(int(node[1:])) if node else []
-        launch = [*prefix, *cmd]
-        log.parent.mkdir(parents=True, exist_ok=True)
         # `ip netns exec` execs the command in place: the pid and process group stay, and
         # each server's workers share its group, by which `down` finds them.
-        with open(log, "ab") as out:
-            child = subprocess.Popen(
-                launch,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.dir,
-                start_new_session=True,
-            )
-        self._children.append(child)
-        self._processes()[name] = {
-            "pid": child.pid,
-            "cmd": cmd,
-            "launch": launch,
-            "log": str(log),
-            "node": node,
-        }
-        self._save()
+        prefix = self.net.exec_prefix(int(node[1:])) if node else []
+        self._procs.spawn(name, cmd, log, launch=[*prefix, *cmd], node=node)
 
-    def _checks(self, node: str) -> list[tuple[str, Any]]:
-        checks = []
+    def _checks(self, node: str) -> list[Check]:
+        checks: list[Check] = []
         for server in STORAGE_SERVERS:
             url = f"http://{self.node_ip(node)}:{self.ports[server]}/healthcheck"
             checks.append((f"{node}/{server}-server", lambda url=url: http(url)[0] == 200))
         return checks
 
-    def _wait(self, checks: list[tuple[str, Any]]) -> None:
-        deadline = time.monotonic() + self.cfg.start_timeout
-        for name, check in checks:
-            while not check():
-                for pname, proc in self._processes().items():
-                    if not self.alive(pname):
-                        tail = log_tail(Path(proc["log"]))
-                        raise ClusterError(f"{pname} exited: {tail or 'no output'} ({proc['log']})")
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"{name} did not answer within {self.cfg.start_timeout:.0f} s "
-                        f"(see {self._processes()[name]['log']})"
-                    )
-                time.sleep(0.2)
+    def _wait(self, checks: list[Check]) -> None:
+        self._procs.wait_ready(checks, self.cfg.start_timeout, 0.2)
 
     def _wait_ready(self) -> None:
-        port = self._state["memcached_port"]
-        checks: list[tuple[str, Any]] = [("memcached", lambda: tcp_answers(port))]
+        port = self._state.data["memcached_port"]
+        checks: list[Check] = [("memcached", lambda: tcp_answers(port))]
         for node in self.node_names:
             checks += self._checks(node)
         checks.append(("proxy-server", self._proxy_serves))
         self._wait(checks)
 
-    def _proxy_serves(self) -> bool:
-        try:
-            url, token = self.get_token()
-        except ClusterError:
-            return False
-        return 200 <= http(url, "HEAD", {"X-Auth-Token": token})[0] < 300
-
-    def get_token(self) -> tuple[str, str]:
-        status, headers = http(
-            self.auth_url, headers={"X-Auth-User": self.user, "X-Auth-Key": self.key}
-        )
-        if status != 200 or "X-Auth-Token" not in headers:
-            raise ClusterError(f"tempauth at {self.auth_url} answered {status or 'nothing'}")
-        return headers.get("X-Storage-Url", self.account_url), headers["X-Auth-Token"]
-
     # -- faults and maintenance
 
     def node_processes(self, node: str) -> list[str]:
-        return [n for n, p in self._processes().items() if p["node"] == node]
+        return [n for n, p in self._procs.records.items() if p["node"] == node]
 
     def kill_node(self, node: str) -> int:
         """SIGKILL every server of NODE (a crashed machine); return how many processes died."""
-        procs = [self._processes()[n] for n in self.node_processes(node)]
-        killed = self._signal(procs, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while self._survivors(procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        procs = [self._procs.records[n] for n in self.node_processes(node)]
+        killed = self._procs.signal(procs, signal.SIGKILL)
+        self._procs.wait_gone(procs, 10, 0.05)
         return killed
 
     def start_node(self, node: str, wait: bool = True) -> None:
         """(Re)start NODE's servers and replicator daemon."""
         for name, cmd in self._node_commands(node).items():
-            if name in self._processes() and self.alive(name):
+            if name in self._procs.records and self.alive(name):
                 continue
             self._spawn(name, node, cmd, Path(cmd[cmd.index("--log-file") + 1]))
         if wait:
@@ -495,70 +354,28 @@ class LocalCluster:
 
     def object_hash(self, account: str, container: str, obj: str) -> str:
         path = f"/{account}/{container}/{obj}"
-        text = self._state["hash_prefix"] + path + self._state["hash_suffix"]
+        text = self._state.data["hash_prefix"] + path + self._state.data["hash_suffix"]
         return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
     # -- down
 
     def down(self, timeout: float = 15.0) -> None:
         """Stop every process, unmount every tmpfs, delete the namespaces and the bridge."""
-        procs = list(self._processes().values())
-        self._signal(procs, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while self._survivors(procs) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if self._survivors(procs):
-            self._signal(procs, signal.SIGKILL)
-            time.sleep(0.5)
-        left = self._survivors(procs)
-        stuck = release_devices(self._state.get("mounts", []))
+        left = self._procs.stop_all(timeout)
+        stuck = release_devices(self._state.mounts())
         net_left = self.net.remove()
         if left or stuck or net_left:
-            self._save()
+            self._state.save()
             raise ClusterError(
                 f"could not tear down everything in {self.dir}: pids {left or '-'}, "
                 f"mounts {stuck or '-'}, network {net_left or '-'}"
             )
-        self.state_path.unlink(missing_ok=True)
-        self._state["processes"] = {}
-        self._state["mounts"] = []
-
-    def _members(self, proc: dict[str, Any]) -> list[int]:
-        """Live processes of PROC's group running its command: a server and its workers."""
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            info = read_proc(int(entry.name))
-            if (
-                info
-                and info[1] == proc["pid"]
-                and info[0] not in ("Z", "X")
-                and info[2] in (proc["cmd"], proc["launch"])
-            ):
-                pids.append(int(entry.name))
-        return pids
-
-    def _survivors(self, procs: list[dict[str, Any]]) -> list[int]:
-        self._reap()
-        return [pid for p in procs for pid in self._members(p)]
-
-    def _signal(self, procs: list[dict[str, Any]], sig: signal.Signals) -> int:
-        count = 0
-        for proc in reversed(procs):
-            for pid in self._members(proc):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-                    count += 1
-        return count
+        self._state.forget()
 
     # -- status
 
     def status(self) -> dict[str, Any]:
-        processes = {
-            name: {"pid": p["pid"], "alive": self.alive(name), "node": p["node"], "log": p["log"]}
-            for name, p in self._processes().items()
-        }
+        processes = self._procs.status("node", "log")
         return {
             "dir": str(self.dir),
             "up": bool(processes) and all(p["alive"] for p in processes.values()),
@@ -572,7 +389,7 @@ class LocalCluster:
             },
             "namespaces": self.net.namespaces(),
             "processes": processes,
-            "mounts": [m["path"] for m in self._state.get("mounts", [])],
+            "mounts": self._mount_paths(),
         }
 
 

@@ -11,25 +11,23 @@ Layout of DIR:
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import pwd
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from string import Template
 from typing import Any
 
+from swift_dss.deploy import swiftrun
+from swift_dss.deploy.cluster_config import ClusterConfig
+from swift_dss.deploy.probes import free_ports, http, port_in_use, tcp_answers
+from swift_dss.deploy.process_cluster import ProcessCluster
+from swift_dss.deploy.processes import read_proc as read_proc
 from swift_dss.deploy.rings import build_rings
 
 STATE_FILE = "saio.json"
@@ -48,8 +46,7 @@ class SaioError(Exception):
 
 
 @dataclass
-class SaioConfig:
-    dir: Path
+class SaioConfig(ClusterConfig):
     port: int = 8080
     dss: bool = True
     dssio_backend: str = "auto"
@@ -63,17 +60,9 @@ class SaioConfig:
     start_timeout: float = 90.0
 
     def __post_init__(self) -> None:
-        self.dir = Path(self.dir).absolute()
+        super().__post_init__()
         if self.tier_mode == "none":
             self.tier_mode = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "dir": str(self.dir)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SaioConfig:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
 
     def validate(self) -> None:
         if self.tier_mode is not None and self.tier_mode not in TIER_MODES:
@@ -113,85 +102,6 @@ def render_text(template: str, values: dict[str, object]) -> str:
 
 def render(template: str, dest: Path, values: dict[str, object]) -> None:
     dest.write_text(render_text(template, values))
-
-
-def port_in_use(port: int) -> bool:
-    # SO_REUSEADDR like Swift's own listener, so that TIME_WAIT leftovers do not count.
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
-def free_ports(count: int) -> list[int]:
-    """COUNT distinct ports nobody listens on (all held open until all are picked)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-
-
-def tcp_answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def http(
-    url: str, method: str = "GET", headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str]]:
-    """(status, headers) of one request; (0, {}) when nothing answers."""
-    req = urllib.request.Request(url, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return resp.status, dict(resp.headers)
-    except urllib.error.HTTPError as err:
-        return err.code, dict(err.headers)
-    except (OSError, urllib.error.URLError):
-        return 0, {}
-
-
-def read_proc(pid: int) -> tuple[str, int, list[str]] | None:
-    """(state, pgid, argv) of PID, or None if there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[2]), [a.decode(errors="replace") for a in argv if a]
-
-
-def is_ours(pid: int, cmd: list[str]) -> bool:
-    """PID is alive and runs CMD (a recycled pid runs something else)."""
-    info = read_proc(pid)
-    return info is not None and info[0] not in ("Z", "X") and info[2] == cmd
-
-
-def group_members(pgid: int, cmd: list[str]) -> list[int]:
-    """Live processes of process group PGID running CMD: a server's master and its workers."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        info = read_proc(int(entry.name))
-        if info and info[1] == pgid and info[0] not in ("Z", "X") and info[2] == cmd:
-            pids.append(int(entry.name))
-    return pids
-
-
-def log_tail(path: Path, lines: int = 1) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])
 
 
 # --- devices ---------------------------------------------------------------------------------
@@ -282,24 +192,20 @@ def release_devices(record: list[dict[str, str]]) -> list[str]:
 # --- the cluster -----------------------------------------------------------------------------
 
 
-class Saio:
-    user = "test:tester"
-    key = "testing"
-    account = "AUTH_test"
+class Saio(ProcessCluster):
     s3_access_key = "test:tester"
     s3_secret_key = "testing"
-
-    def __init__(self, cfg: SaioConfig, state: dict[str, Any] | None = None) -> None:
-        self.cfg = cfg
-        self.dir = cfg.dir
-        self._state: dict[str, Any] = state or {}
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
+    state_file = STATE_FILE
+    config_type = SaioConfig
+    kind = "cluster"
+    _error = SaioError
+    cfg: SaioConfig
 
     # -- addresses
 
     @property
     def ports(self) -> dict[str, int]:
-        return dict(self._state.get("ports", {}))
+        return dict(self._state.data.get("ports", {}))
 
     @property
     def port(self) -> int:
@@ -309,91 +215,37 @@ class Saio:
     def proxy_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def auth_url(self) -> str:
-        return f"{self.proxy_url}/auth/v1.0"
-
-    @property
-    def account_url(self) -> str:
-        return f"{self.proxy_url}/v1/{self.account}"
-
-    @property
-    def state_path(self) -> Path:
-        return self.dir / STATE_FILE
-
-    @classmethod
-    def load(cls, dir: Path | str) -> Saio:
-        path = Path(dir).absolute() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise SaioError(f"no cluster in {path.parent} (no {STATE_FILE})") from None
-        except (OSError, ValueError) as err:
-            raise SaioError(f"cannot read {path}: {err}") from None
-        return cls(SaioConfig.from_json(state["config"]), state)
-
-    # -- state
-
-    def _save(self) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._state, indent=2) + "\n")
-        tmp.replace(self.state_path)
-
-    def _processes(self) -> dict[str, dict[str, Any]]:
-        return self._state.setdefault("processes", {})
-
-    def _alive(self, name: str) -> bool:
-        proc = self._processes()[name]
-        child = self._children.get(proc["pid"])
-        if child is not None:
-            child.poll()  # reap it if it exited, so it does not linger as a zombie
-        return is_ours(proc["pid"], proc["cmd"])
-
-    def is_up(self) -> bool:
-        procs = self._processes()
-        return bool(procs) and all(self._alive(name) for name in procs)
-
     # -- up
 
-    def up(self) -> None:
-        """Start the cluster; return once the proxy serves authenticated requests."""
-        self._refuse_if_running()
-        self.cfg.validate()
-        memcached = shutil.which("memcached")
-        if memcached is None:
-            raise SaioError("memcached is not installed (apt-get install memcached)")
-        self._state = {
+    def _new_state(self) -> dict[str, Any]:
+        return {
             "config": self.cfg.to_json(),
             "ports": self._pick_ports(),
             "mounts": [],
             "processes": {},
         }
-        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def _make_dirs(self) -> None:
+        super()._make_dirs()
         for sub in ("log", "cache"):
             (self.dir / sub).mkdir(exist_ok=True)
-        self._save()
-        try:
-            devices = provision_devices(self.cfg, self._state["mounts"])
-            self._save()
-            self._write_configs()
-            ports = self._state["ports"]
-            build_rings(self.dir, devices, ports, self.cfg.replicas)
-            self._start(memcached)
-            self._wait_ready()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.down()
-            raise
+
+    def _prepare(self) -> None:
+        devices = provision_devices(self.cfg, self._state.data["mounts"])
+        self._state.save()
+        self._write_configs()
+        ports = self._state.data["ports"]
+        build_rings(self.dir, devices, ports, self.cfg.replicas)
 
     def _refuse_if_running(self) -> None:
-        if not self.state_path.exists():
+        if not self._state.exists():
             return
         try:
             previous = Saio.load(self.dir)
         except SaioError:
             self.state_path.unlink(missing_ok=True)
             return
-        if any(previous._alive(name) for name in previous._processes()):
+        if previous._procs.any_alive():
             raise SaioError(
                 f"a cluster is already running in {self.dir} (dss saio down --dir {self.dir})"
             )
@@ -408,7 +260,7 @@ class Saio:
         return {**dict(zip(names, picked[:4], strict=True)), "proxy": proxy}
 
     def _write_configs(self) -> None:
-        cfg, ports = self.cfg, self._state["ports"]
+        cfg, ports = self.cfg, self._state.data["ports"]
         common = {
             "dir": ini_value(self.dir),
             "devices": ini_value(self.dir / "devices"),
@@ -444,140 +296,45 @@ class Saio:
             render(name, self.dir / name, values)
 
     def _server_cmd(self, server: str, log: Path) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "swift_dss.deploy.swiftrun",
-            "--swift-conf",
-            str(self.dir / "swift.conf"),
-            "--log-file",
-            str(log),
-            f"swift-{server}-server",
-            str(self.dir / f"{server}-server.conf"),
-        ]
+        conf = str(self.dir / f"{server}-server.conf")
+        return swiftrun.command(self.dir / "swift.conf", log, f"swift-{server}-server", conf)
 
     def _start(self, memcached: str) -> None:
         log_dir = self.dir / "log"
         mc_log = log_dir / "memcached.log"
-        mc_cmd = [
-            memcached,
-            "-l",
-            "127.0.0.1",
-            "-p",
-            str(self._state["ports"]["memcached"]),
-            "-U",
-            "0",
-            "-m",
-            "64",
-        ]
-        if os.geteuid() == 0:
-            mc_cmd += ["-u", "root"]  # memcached refuses to run as root without it
-        self._spawn("memcached", mc_cmd, mc_log)
+        mc_cmd = self._memcached_cmd(memcached, self._state.data["ports"]["memcached"])
+        self._procs.spawn("memcached", mc_cmd, mc_log)
         for server in SWIFT_SERVERS:
             log = log_dir / f"{server}-server.log"
-            self._spawn(f"{server}-server", self._server_cmd(server, log), log)
-
-    def _spawn(self, name: str, cmd: list[str], log: Path) -> None:
-        # Own session: the servers outlive `dss saio up`, and each one's workers share its
-        # process group, which `down` uses to find them.
-        with open(log, "ab") as out:
-            child = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.dir,
-                start_new_session=True,
-            )
-        self._children[child.pid] = child
-        self._processes()[name] = {"pid": child.pid, "cmd": cmd, "log": str(log)}
-        self._save()
+            self._procs.spawn(f"{server}-server", self._server_cmd(server, log), log)
 
     def _wait_ready(self) -> None:
-        ports = self._state["ports"]
+        ports = self._state.data["ports"]
         checks = [("memcached", lambda: tcp_answers(ports["memcached"]))]
         for server in SWIFT_SERVERS[:-1]:
             url = f"http://127.0.0.1:{ports[server]}/healthcheck"
             checks.append((f"{server}-server", lambda url=url: http(url)[0] == 200))
         checks.append(("proxy-server", self._proxy_serves))
-        deadline = time.monotonic() + self.cfg.start_timeout
-        for name, check in checks:
-            while not check():
-                self._check_started()
-                if time.monotonic() > deadline:
-                    raise SaioError(
-                        f"{name} did not answer within {self.cfg.start_timeout:.0f} s "
-                        f"(see {self._processes()[name]['log']})"
-                    )
-                time.sleep(0.1)
-
-    def _check_started(self) -> None:
-        for name, proc in self._processes().items():
-            if not self._alive(name):
-                tail = log_tail(Path(proc["log"]))
-                raise SaioError(f"{name} exited at start-up: {tail or 'no output'} ({proc['log']})")
-
-    def _proxy_serves(self) -> bool:
-        """tempauth issues a token and the account answers (backends and memcached work)."""
-        try:
-            url, token = self.get_token()
-        except SaioError:
-            return False
-        return 200 <= http(url, "HEAD", {"X-Auth-Token": token})[0] < 300
-
-    def get_token(self) -> tuple[str, str]:
-        """(storage URL, token) from tempauth."""
-        status, headers = http(
-            self.auth_url, headers={"X-Auth-User": self.user, "X-Auth-Key": self.key}
-        )
-        if status != 200 or "X-Auth-Token" not in headers:
-            raise SaioError(f"tempauth at {self.auth_url} answered {status or 'nothing'}")
-        return headers.get("X-Storage-Url", self.account_url), headers["X-Auth-Token"]
+        self._procs.wait_ready(checks, self.cfg.start_timeout, 0.1, exited="exited at start-up")
 
     # -- down
 
     def down(self, timeout: float = 15.0) -> None:
         """Stop every process this cluster started and undo its mounts, even half-started."""
-        procs = list(self._processes().values())
-        self._signal_all(procs, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while self._survivors(procs) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if self._survivors(procs):
-            self._signal_all(procs, signal.SIGKILL)
-            time.sleep(0.5)
-        left = self._survivors(procs)
-        stuck = release_devices(self._state.get("mounts", []))
+        left = self._procs.stop_all(timeout)
+        stuck = release_devices(self._state.mounts())
         if left or stuck:
-            self._save()
+            self._state.save()
             raise SaioError(
                 f"could not stop everything in {self.dir}: "
                 f"pids {left or '-'}, mounts {stuck or '-'}"
             )
-        self.state_path.unlink(missing_ok=True)
-        self._state["processes"] = {}
-        self._state["mounts"] = []
-
-    def _survivors(self, procs: list[dict[str, Any]]) -> list[int]:
-        for child in self._children.values():
-            child.poll()
-        return [pid for p in procs for pid in group_members(p["pid"], p["cmd"])]
-
-    def _signal_all(self, procs: list[dict[str, Any]], sig: signal.Signals) -> None:
-        # Each server runs in its own process group (its pid); only members running the
-        # recorded command are signalled, so a recycled pid is never hit.
-        for proc in reversed(procs):
-            for pid in group_members(proc["pid"], proc["cmd"]):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
+        self._state.forget()
 
     # -- status
 
     def status(self) -> dict[str, Any]:
-        processes = {
-            name: {"pid": proc["pid"], "alive": self._alive(name), "log": proc["log"]}
-            for name, proc in self._processes().items()
-        }
+        processes = self._procs.status("log")
         return {
             "dir": str(self.dir),
             "up": bool(processes) and all(p["alive"] for p in processes.values()),
@@ -591,7 +348,7 @@ class Saio:
                 "account": self.account_url,
                 "s3": self.proxy_url,
             },
-            "mounts": [m["path"] for m in self._state.get("mounts", [])],
+            "mounts": self._mount_paths(),
         }
 
     def credentials(self) -> dict[str, str]:

@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
+from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
 from swift_dss.deploy.saio import TIER_MODES, Saio, SaioConfig, SaioError
 
 DEFAULT_DIR = Path("run/saio")
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-dir_option = click.option(
-    "--dir",
-    "dir_",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-    help="Directory holding the cluster's configs, rings, logs and devices.",
-)
-
-
-def one_line_errors(func: F) -> F:
-    """Expected failures end the command with a one-line message and exit status 1."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (SaioError, OSError) as err:
-            raise click.ClickException(str(err)) from None
-
-    return wrapper  # type: ignore[return-value]
+EXPECTED = (SaioError, OSError)
 
 
 def describe(cluster: Saio) -> str:
@@ -63,7 +37,7 @@ def saio() -> None:
 
 
 @saio.command()
-@dir_option
+@dir_option(DEFAULT_DIR)
 @click.option("--port", type=int, default=8080, show_default=True, help="Proxy port; 0 = any.")
 @click.option(
     "--tier-mode",
@@ -76,7 +50,7 @@ def saio() -> None:
 @click.option("--devices", type=int, default=1, show_default=True)
 @click.option("--replicas", type=int, default=1, show_default=True)
 @click.option("--workers", type=int, default=1, show_default=True)
-@one_line_errors
+@one_line_errors(*EXPECTED)
 def up(
     dir_: Path, port: int, tier_mode: str, no_dss: bool, devices: int, replicas: int, workers: int
 ) -> None:
@@ -96,23 +70,13 @@ def up(
     click.echo(f"Stop it with:  dss saio down --dir {cluster.dir}")
 
 
-@saio.command()
-@dir_option
-@one_line_errors
-def down(dir_: Path) -> None:
-    """Stop every process of the cluster and unmount its devices."""
-    Saio.load(dir_).down()
-    click.echo(f"stopped the cluster in {dir_.absolute()}")
-
-
-@saio.command()
-@dir_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@one_line_errors
-def status(dir_: Path, as_json: bool) -> None:
-    """Show the cluster's processes, ports and URLs; exit status 1 unless it is fully up."""
-    cluster = Saio.load(dir_)
-    info = cluster.status()
-    click.echo(json.dumps(info, indent=2) if as_json else describe(cluster))
-    if not info["up"]:
-        raise click.ClickException(f"the cluster in {cluster.dir} is not (fully) running")
+add_down_and_status(
+    saio,
+    Saio,
+    describe,
+    DEFAULT_DIR,
+    EXPECTED,
+    down_help="Stop every process of the cluster and unmount its devices.",
+    status_help="Show the cluster's processes, ports and URLs; "
+    "exit status 1 unless it is fully up.",
+)

@@ -60,6 +60,21 @@ def log_to_file(log_file: Path) -> None:
     logs.ThreadSafeSysLogHandler = file_handler_class(str(log_file))
 
 
+def command(swift_conf: Path, log_file: Path, server: str, *args: str) -> list[str]:
+    """The command line that runs the console script SERVER with ARGS through this launcher."""
+    return [
+        sys.executable,
+        "-m",
+        "swift_dss.deploy.swiftrun",
+        "--swift-conf",
+        str(swift_conf),
+        "--log-file",
+        str(log_file),
+        server,
+        *args,
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m swift_dss.deploy.swiftrun")
     parser.add_argument("--swift-conf", type=Path, required=True)
