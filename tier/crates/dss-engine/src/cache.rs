@@ -14,9 +14,9 @@
 //! are two-phase: the engine hands out the slot and a version, the caller does the I/O and
 //! reports back, and the version tells whether the block changed meanwhile.
 
+use crate::blockmap::BlockMap;
 use crate::policy::{CLASSES, ClassPolicy, Placement, Resolved};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 const NIL: u32 = u32::MAX;
 const NO_LIST: u16 = u16::MAX;
@@ -35,8 +35,8 @@ impl Hash for BlockKey {
     }
 }
 
-/// Multiplicative hash: the block map is the hot path and SipHash costs more than the
-/// rest of a decision.
+/// Multiplicative hash for maps keyed by blocks outside the engine: SipHash costs more
+/// than the rest of a decision.
 #[derive(Default)]
 pub struct BlockHasher(u64);
 
@@ -55,9 +55,8 @@ impl Hasher for BlockHasher {
     }
 }
 
-type BlockMap = HashMap<BlockKey, u32, BuildHasherDefault<BlockHasher>>;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum State {
     /// Holds nothing.
     Empty,
@@ -73,11 +72,16 @@ pub enum State {
     Cleaning,
 }
 
+/// One slot. 32 bytes, aligned so that an entry never straddles two cache lines: a
+/// decision touches a handful of entries at random, and each costs one miss at most. The
+/// list an entry is on follows from its state and class (see `list_of`).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
 struct Entry {
+    key: BlockKey,
     prev: u32,
     next: u32,
-    list: u16,
+    version: u32,
     state: State,
     class: u8,
     /// A Filling or Cleaning entry whose block was dropped meanwhile: it keeps its slot
@@ -85,8 +89,6 @@ struct Entry {
     cancelled: bool,
     /// Already in the change log since it was last drained.
     logged: bool,
-    version: u32,
-    key: BlockKey,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -219,7 +221,6 @@ impl Cache {
             entries.push(Entry {
                 prev: if i == 0 { NIL } else { i - 1 },
                 next: if i + 1 == n { NIL } else { i + 1 },
-                list: FREE_LIST,
                 state: State::Empty,
                 class: 0,
                 cancelled: false,
@@ -243,8 +244,7 @@ impl Cache {
                 len: n,
             };
         }
-        let mut map = BlockMap::default();
-        map.reserve(n as usize);
+        let map = BlockMap::with_capacity(n);
         let mut c = Cache {
             cfg,
             table: policy.classes,
@@ -304,19 +304,31 @@ impl Cache {
     }
 
     pub fn lookup(&self, key: BlockKey) -> Option<(u32, State)> {
-        self.map
-            .get(&key)
-            .map(|&s| (s, self.entries[s as usize].state))
+        self.find(key).map(|s| (s, self.entries[s as usize].state))
     }
 
     // ---- list and accounting primitives: every state change goes through detach/attach.
 
+    /// The list an entry in `state` with `class` sits on: the free list, the dirty list
+    /// of its priority, or none (pinned and in-flight entries).
+    #[inline]
+    fn list_of(&self, state: State, class: u8) -> u16 {
+        match state {
+            State::Empty | State::Clean => FREE_LIST,
+            State::Dirty => u16::from(self.table[class as usize].priority),
+            _ => NO_LIST,
+        }
+    }
+
+    /// Take `slot` off its list. Its state and class must still be the ones it was
+    /// linked with.
     fn unlink(&mut self, slot: u32) {
         let e = self.entries[slot as usize];
-        if e.list == NO_LIST {
+        let list = self.list_of(e.state, e.class);
+        if list == NO_LIST {
             return;
         }
-        let l = &mut self.lists[e.list as usize];
+        let l = &mut self.lists[list as usize];
         if e.prev == NIL {
             l.head = e.next;
         } else {
@@ -328,11 +340,10 @@ impl Cache {
             self.entries[e.next as usize].prev = e.prev;
         }
         l.len -= 1;
-        if l.len == 0 && e.list < FREE_LIST {
-            self.nonempty[(e.list / 64) as usize] &= !(1u64 << (e.list % 64));
+        if l.len == 0 && list < FREE_LIST {
+            self.nonempty[(list / 64) as usize] &= !(1u64 << (list % 64));
         }
         let e = &mut self.entries[slot as usize];
-        e.list = NO_LIST;
         e.prev = NIL;
         e.next = NIL;
     }
@@ -341,7 +352,6 @@ impl Cache {
         let l = self.lists[list as usize];
         {
             let e = &mut self.entries[slot as usize];
-            e.list = list;
             if at_head {
                 e.prev = NIL;
                 e.next = l.head;
@@ -370,6 +380,13 @@ impl Cache {
         if list < FREE_LIST {
             self.nonempty[(list / 64) as usize] |= 1u64 << (list % 64);
         }
+    }
+
+    /// The slot mapped to `key`.
+    #[inline]
+    fn find(&self, key: BlockKey) -> Option<u32> {
+        let entries = &self.entries;
+        self.map.get(key, |s| entries[s as usize].key)
     }
 
     fn count(&mut self, slot: u32, add: bool) {
@@ -438,7 +455,7 @@ impl Cache {
     /// slot until their I/O reports back.
     fn drop_block(&mut self, slot: u32) {
         let e = self.entries[slot as usize];
-        self.map.remove(&e.key);
+        self.map.remove(e.key, slot);
         self.detach(slot);
         match e.state {
             State::Filling | State::Cleaning => {
@@ -458,7 +475,7 @@ impl Cache {
         self.detach(slot);
         let e = self.entries[slot as usize];
         if e.state == State::Clean {
-            self.map.remove(&e.key);
+            self.map.remove(e.key, slot);
             self.stats[e.class as usize].evicted_blocks += 1;
         }
         let e = &mut self.entries[slot as usize];
@@ -483,7 +500,7 @@ impl Cache {
     /// A block of class `class` is written (`bytes` of it). Decides where the data goes.
     pub fn write(&mut self, key: BlockKey, class: u8, bytes: u32) -> WriteOutcome {
         let cp = self.table[class as usize];
-        let mut resident = self.map.get(&key).copied();
+        let mut resident = self.find(key);
         if let Some(slot) = resident
             && self.entries[slot as usize].state == State::Filling
         {
@@ -554,7 +571,7 @@ impl Cache {
 
     /// A block of class `class` is read.
     pub fn read(&mut self, key: BlockKey, class: u8) -> ReadOutcome {
-        let out = match self.map.get(&key).copied() {
+        let out = match self.find(key) {
             Some(slot) => {
                 let state = self.entries[slot as usize].state;
                 match state {
@@ -605,7 +622,7 @@ impl Cache {
             return;
         }
         if !e.cancelled && !ok {
-            self.map.remove(&e.key);
+            self.map.remove(e.key, slot);
             self.entries[slot as usize].cancelled = true;
         }
         self.detach(slot);
@@ -621,7 +638,7 @@ impl Cache {
     /// Change the class of a cached block (no data moves now; a block whose new
     /// placement is elsewhere is left dirty for the syncer).
     pub fn reclassify(&mut self, key: BlockKey, class: u8) {
-        let Some(&slot) = self.map.get(&key) else {
+        let Some(slot) = self.find(key) else {
             return;
         };
         let state = self.entries[slot as usize].state;
@@ -639,21 +656,25 @@ impl Cache {
 
     /// Forget a block (truncate, unlink): its cached data, dirty or not, is dropped.
     pub fn discard(&mut self, key: BlockKey) {
-        if let Some(&slot) = self.map.get(&key) {
+        if let Some(slot) = self.find(key) {
             self.drop_block(slot);
             self.update_pressure();
         }
     }
 
-    /// Forget blocks `first..` of `file`.
+    /// Forget blocks `first..end` of `file`.
+    ///
+    /// Freed slots go to the head of the free list one by one, so they are freed last to
+    /// first: the next sequential writer gets them back in ascending order, which lets
+    /// its blocks reach the slab in one write per run of slots.
     pub fn discard_from(&mut self, file: u64, first: u64, end: u64) {
         if end.saturating_sub(first) <= u64::from(self.cfg.entries) {
-            for index in first..end {
+            for index in (first..end).rev() {
                 self.discard(BlockKey { file, index });
             }
             return;
         }
-        for slot in 0..self.cfg.entries {
+        for slot in (0..self.cfg.entries).rev() {
             let e = self.entries[slot as usize];
             let live = matches!(
                 e.state,
@@ -711,6 +732,41 @@ impl Cache {
         n
     }
 
+    /// Dirty blocks of `file` among the indices `range`, in index order, regardless of
+    /// pressure. `range.start` moves past the blocks looked at, so that repeated calls walk
+    /// the range once: a flush of one file costs lookups of its own blocks, not a scan of
+    /// the cache. A range longer than the cache has entries is scanned slot by slot.
+    pub fn pick_flush_range(
+        &mut self,
+        out: &mut Vec<Victim>,
+        max: usize,
+        file: u64,
+        range: &mut std::ops::Range<u64>,
+    ) -> usize {
+        if range.end.saturating_sub(range.start) > u64::from(self.cfg.entries) {
+            let n = self.pick_flush(out, max, Some(file));
+            if n < max {
+                range.start = range.end;
+            }
+            return n;
+        }
+        let mut n = 0;
+        while n < max && range.start < range.end {
+            let key = BlockKey {
+                file,
+                index: range.start,
+            };
+            range.start += 1;
+            if let Some(slot) = self.find(key)
+                && self.entries[slot as usize].state == State::Dirty
+            {
+                out.push(self.start_cleaning(slot));
+                n += 1;
+            }
+        }
+        n
+    }
+
     fn lowest_priority_dirty(&self) -> Option<u32> {
         for w in (0..4).rev() {
             let bits = self.nonempty[w];
@@ -750,7 +806,7 @@ impl Cache {
             // Written back, so clean; a class that should no longer be cached leaves
             // with it instead of waiting for reuse.
             if self.table[e.class as usize].placement == Placement::Hdd {
-                self.map.remove(&e.key);
+                self.map.remove(e.key, slot);
                 State::Empty
             } else {
                 State::Clean
@@ -817,7 +873,7 @@ impl Cache {
     pub fn restore(&mut self, slot: u32, key: BlockKey, class: u8, dirty: bool) -> bool {
         if slot >= self.cfg.entries
             || self.entries[slot as usize].state != State::Empty
-            || self.map.contains_key(&key)
+            || self.find(key).is_some()
         {
             return false;
         }
@@ -847,7 +903,7 @@ impl Cache {
             let (mut cur, mut prev, mut len) = (l.head, NIL, 0u32);
             while cur != NIL {
                 let e = &self.entries[cur as usize];
-                if e.list as usize != li || e.prev != prev {
+                if self.list_of(e.state, e.class) as usize != li || e.prev != prev {
                     return Err(format!("slot {cur}: broken link in list {li}"));
                 }
                 if std::mem::replace(&mut seen[cur as usize], true) {
@@ -893,7 +949,7 @@ impl Cache {
             let holds = e.state != State::Empty && !e.cancelled;
             if holds {
                 mapped += 1;
-                if self.map.get(&e.key) != Some(&(slot as u32)) {
+                if self.find(e.key) != Some(slot as u32) {
                     return Err(format!("slot {slot}: not in the block map"));
                 }
                 match e.state {

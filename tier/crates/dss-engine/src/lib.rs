@@ -1,6 +1,7 @@
 //! The no-I/O core of dss-tier: policy files, the class-priority cache engine and the
 //! device models. Everything here is deterministic and testable without a filesystem.
 
+pub mod blockmap;
 pub mod cache;
 pub mod device;
 pub mod policy;

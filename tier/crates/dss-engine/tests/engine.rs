@@ -365,6 +365,35 @@ fn flush_of_one_file_and_discard_of_a_range() {
 }
 
 #[test]
+fn flush_of_a_range_walks_it_once_in_batches() {
+    let mut c = cache(Mode::Dss, 64, 1, 2);
+    for i in 0..10 {
+        slot(c.write(BlockKey { file: 1, index: i }, 2, 4096));
+        slot(c.write(BlockKey { file: 2, index: i }, 2, 4096));
+    }
+    let mut v = Vec::new();
+    let mut range = 2..8;
+    assert_eq!(c.pick_flush_range(&mut v, 4, 2, &mut range), 4);
+    assert_eq!(range, 6..8);
+    assert_eq!(c.pick_flush_range(&mut v, 4, 2, &mut range), 2);
+    assert!(range.is_empty());
+    assert_eq!(c.pick_flush_range(&mut v, 4, 2, &mut range), 0);
+    let picked: Vec<(u64, u64)> = v.iter().map(|v| (v.key.file, v.key.index)).collect();
+    assert_eq!(picked, (2..8).map(|i| (2, i)).collect::<Vec<_>>());
+    drain(&mut c, &v);
+    // Blocks outside the range and of the other file are still dirty.
+    assert_eq!(c.dirty_entries(), 20 - 6);
+    // A range wider than the cache falls back to a scan and still finds every block.
+    v.clear();
+    let mut all = 0..u64::MAX;
+    assert_eq!(c.pick_flush_range(&mut v, 100, 2, &mut all), 4);
+    assert!(all.is_empty());
+    assert!(v.iter().all(|v| v.key.file == 2));
+    drain(&mut c, &v);
+    c.check().unwrap();
+}
+
+#[test]
 fn restore_rebuilds_state() {
     let mut c = cache(Mode::Dss, 4, 1, 2);
     assert!(c.restore(2, k(5), 2, true));

@@ -15,6 +15,7 @@
 
 use crate::anchors::Anchors;
 use crate::journal::{self, Journal, Record};
+use crate::runs::Run;
 use crate::stats::{Content, DevStats, Stats, class_map};
 use dss_engine::device::{Device, Model, Op};
 use dss_engine::policy::Classify;
@@ -293,11 +294,20 @@ impl Core {
         within: u64,
         buf: IoBuf<'_>,
     ) -> io::Result<u64> {
-        let off = u64::from(slot) * self.bs + within;
+        self.ssd_at(inner, op, u64::from(slot) * self.bs + within, buf)
+    }
+
+    /// One access to the slab at byte `off` (one or more adjacent slots).
+    fn ssd_at(&self, inner: &mut Inner, op: Op, off: u64, buf: IoBuf<'_>) -> io::Result<u64> {
         let len = buf.len() as u64;
         let store = &self.store;
         let (_, t) = self.charge(&mut inner.ssd, op, off, len, || match buf {
-            IoBuf::Read(b) => read_full(store, b, off).map(|_| ()),
+            IoBuf::Read(b) => {
+                // The slab is sized to hold every slot: a short read is past its end.
+                let got = read_full(store, b, off)?;
+                b[got..].fill(0);
+                Ok(())
+            }
             IoBuf::Write(b) => store.write_all_at(b, off),
         })?;
         Ok(t)
@@ -460,131 +470,207 @@ impl Core {
         if let Err(e) = self.commit(inner, None) {
             eprintln!("dss-tier: journal write failed: {e}");
         }
+        self.kick(inner);
         drop(g);
-        self.kick();
         self.wait_until(done);
     }
 
+    #[cfg(test)]
     pub fn read(&self, file: &File, class: u8, offset: u64, size: usize) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(file, class, offset, size, &mut out)?;
+        Ok(out)
+    }
+
+    /// Read into `out` (resized to the bytes the file holds in the range; its allocation
+    /// is reused across requests). Hits on adjacent slots and misses on adjacent bytes of
+    /// the HDD file are each read with one call.
+    pub fn read_into(
+        &self,
+        file: &File,
+        class: u8,
+        offset: u64,
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let md = file.metadata()?;
         let (id, fsize) = (md.ino(), md.size());
-        if offset >= fsize {
-            return Ok(Vec::new());
+        let end = fsize.min(offset.saturating_add(size as u64));
+        let len = end.saturating_sub(offset) as usize;
+        // Every byte below is overwritten by a read (or zeroed past a short one), so the
+        // old contents need no clearing.
+        out.truncate(len);
+        out.resize(len, 0);
+        if len == 0 {
+            return Ok(());
         }
-        let end = fsize.min(offset + size as u64);
-        let mut out = vec![0u8; (end - offset) as usize];
-        let mut block = vec![0u8; self.bs as usize];
+        let bs = self.bs;
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
         let r = (|| -> io::Result<()> {
+            let (mut hits, mut misses) = (Run::default(), Run::default());
             let mut pos = offset;
             while pos < end {
-                let index = pos / self.bs;
-                let within = pos % self.bs;
-                let n = (self.bs - within).min(end - pos) as usize;
-                let dst = &mut out[(pos - offset) as usize..][..n];
+                let index = pos / bs;
+                let within = pos % bs;
+                let n = (bs - within).min(end - pos) as usize;
+                let at = (pos - offset) as usize;
                 let key = BlockKey { file: id, index };
-                let t = match inner.cache.read(key, class) {
+                match inner.cache.read(key, class) {
                     ReadOutcome::Hit { slot } => {
-                        self.ssd_io(inner, Op::Read, slot, within, IoBuf::Read(dst))?
-                    }
-                    ReadOutcome::Miss => {
-                        self.hdd_io(inner, Op::Read, file, id, pos, IoBuf::Read(dst))?
-                            .1
-                    }
-                    ReadOutcome::MissFill { slot, version } => {
-                        let r = self.hdd_io(
-                            inner,
-                            Op::Read,
-                            file,
-                            id,
-                            index * self.bs,
-                            IoBuf::Read(&mut block),
-                        );
-                        match r {
-                            Ok((got, t)) => {
-                                block[got..].fill(0);
-                                dst.copy_from_slice(&block[within as usize..][..n]);
-                                let w =
-                                    self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block));
-                                inner.cache.fill_done(slot, version, w.is_ok());
-                                t
-                            }
-                            Err(e) => {
-                                inner.cache.fill_done(slot, version, false);
-                                return Err(e);
-                            }
+                        let dev = u64::from(slot) * bs + within;
+                        if !hits.extend(dev, at, n) {
+                            done = done.max(self.ssd_read_run(inner, hits, out)?);
+                            hits = Run::start(dev, at, n);
                         }
                     }
-                };
-                done = done.max(t);
+                    ReadOutcome::Miss => {
+                        if !misses.extend(pos, at, n) {
+                            done = done.max(self.hdd_read_run(inner, file, id, misses, out)?);
+                            misses = Run::start(pos, at, n);
+                        }
+                    }
+                    ReadOutcome::MissFill { slot, version } => {
+                        // The fill may take the slot of a block that a pending hit reads:
+                        // those reads go first.
+                        done = done.max(self.ssd_read_run(inner, hits.take(), out)?);
+                        let dst = &mut out[at..][..n];
+                        done = done.max(self.fill(inner, file, key, slot, version, within, dst)?);
+                    }
+                }
                 pos += n as u64;
             }
+            done = done.max(self.ssd_read_run(inner, hits, out)?);
+            done = done.max(self.hdd_read_run(inner, file, id, misses, out)?);
             Ok(())
         })();
         let c = self.commit(inner, None);
+        self.kick(inner);
         drop(g);
         r?;
         c?;
-        self.kick();
         self.wait_until(done);
-        Ok(out)
+        Ok(())
     }
 
+    fn ssd_read_run(&self, inner: &mut Inner, run: Run, out: &mut [u8]) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let dst = &mut out[run.buf..][..run.len];
+        self.ssd_at(inner, Op::Read, run.dev, IoBuf::Read(dst))
+    }
+
+    fn hdd_read_run(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        id: u64,
+        run: Run,
+        out: &mut [u8],
+    ) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let dst = &mut out[run.buf..][..run.len];
+        let (got, t) = self.hdd_io(inner, Op::Read, file, id, run.dev, IoBuf::Read(dst))?;
+        dst[got..].fill(0);
+        Ok(t)
+    }
+
+    /// A read miss the engine wants cached: read the whole block from the HDD, serve
+    /// `dst` (the part of it at `within`) and copy the block into `slot`.
+    #[allow(clippy::too_many_arguments)]
+    fn fill(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        key: BlockKey,
+        slot: u32,
+        version: u32,
+        within: u64,
+        dst: &mut [u8],
+    ) -> io::Result<u64> {
+        let mut block = vec![0u8; self.bs as usize];
+        let r = self.hdd_io(
+            inner,
+            Op::Read,
+            file,
+            key.file,
+            key.index * self.bs,
+            IoBuf::Read(&mut block),
+        );
+        match r {
+            Ok((got, t)) => {
+                block[got..].fill(0);
+                dst.copy_from_slice(&block[within as usize..][..dst.len()]);
+                let w = self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block));
+                inner.cache.fill_done(slot, version, w.is_ok());
+                Ok(t)
+            }
+            Err(e) => {
+                inner.cache.fill_done(slot, version, false);
+                Err(e)
+            }
+        }
+    }
+
+    /// Write `data` at `offset`. Blocks bound for adjacent slots, and blocks bypassing to
+    /// adjacent bytes of the HDD file, are each written with one call once the engine has
+    /// decided the whole request.
     pub fn write(&self, file: &Arc<File>, class: u8, offset: u64, data: &[u8]) -> io::Result<()> {
         let md = file.metadata()?;
         let (id, fsize) = (md.ino(), md.size());
         let end = offset + data.len() as u64;
-        let mut block = vec![0u8; self.bs as usize];
+        let bs = self.bs;
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
         let mut to_hdd = false;
         let r = (|| -> io::Result<()> {
+            let (mut ssd, mut hdd) = (Run::default(), Run::default());
+            let mut anchored = false;
             let mut pos = offset;
             while pos < end {
-                let index = pos / self.bs;
-                let within = pos % self.bs;
-                let n = (self.bs - within).min(end - pos) as usize;
-                let src = &data[(pos - offset) as usize..][..n];
+                let index = pos / bs;
+                let within = pos % bs;
+                let n = (bs - within).min(end - pos) as usize;
+                let at = (pos - offset) as usize;
                 let key = BlockKey { file: id, index };
-                let t = match inner.cache.write(key, class, n as u32) {
+                match inner.cache.write(key, class, n as u32) {
                     WriteOutcome::Ssd { slot, hit } => {
-                        self.anchor(file, id)?;
-                        inner.files.entry(id).or_insert_with(|| file.clone());
-                        if hit || n as u64 == self.bs {
-                            self.ssd_io(inner, Op::Write, slot, within, IoBuf::Write(src))?
+                        if !anchored {
+                            self.anchor(file, id)?;
+                            inner.files.entry(id).or_insert_with(|| file.clone());
+                            anchored = true;
+                        }
+                        if hit || n as u64 == bs {
+                            let dev = u64::from(slot) * bs + within;
+                            if !ssd.extend(dev, at, n) {
+                                done = done.max(self.ssd_write_run(inner, ssd, data)?);
+                                ssd = Run::start(dev, at, n);
+                            }
                         } else {
                             // A new entry for part of a block: the rest comes from the HDD.
-                            let base = index * self.bs;
-                            let mut t = 0;
-                            block.fill(0);
-                            if base < fsize {
-                                let (got, t1) = self.hdd_io(
-                                    inner,
-                                    Op::Read,
-                                    file,
-                                    id,
-                                    base,
-                                    IoBuf::Read(&mut block),
-                                )?;
-                                block[got..].fill(0);
-                                t = t1;
-                            }
-                            block[within as usize..][..n].copy_from_slice(src);
-                            t.max(self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block))?)
+                            let src = &data[at..][..n];
+                            let t =
+                                self.fill_partial(inner, file, key, fsize, slot, within, src)?;
+                            done = done.max(t);
                         }
                     }
                     WriteOutcome::Hdd { .. } => {
                         to_hdd = true;
-                        self.hdd_io(inner, Op::Write, file, id, pos, IoBuf::Write(src))?
-                            .1
+                        if !hdd.extend(pos, at, n) {
+                            done = done.max(self.hdd_write_run(inner, file, id, hdd, data)?);
+                            hdd = Run::start(pos, at, n);
+                        }
                     }
-                };
-                done = done.max(t);
+                }
                 pos += n as u64;
             }
+            done = done.max(self.ssd_write_run(inner, ssd, data)?);
+            done = done.max(self.hdd_write_run(inner, file, id, hdd, data)?);
             // The HDD file's size stays the file's size even while its tail is only
             // cached (the journal's `valid` makes that size durable with the block).
             if end > fsize {
@@ -596,12 +682,69 @@ impl Core {
             inner.hdd_dirty.insert(id);
         }
         let c = self.commit(inner, Some((id, fsize.max(end))));
+        self.kick(inner);
         drop(g);
         r?;
         c?;
-        self.kick();
         self.wait_until(done);
         Ok(())
+    }
+
+    fn ssd_write_run(&self, inner: &mut Inner, run: Run, data: &[u8]) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let src = &data[run.buf..][..run.len];
+        self.ssd_at(inner, Op::Write, run.dev, IoBuf::Write(src))
+    }
+
+    fn hdd_write_run(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        id: u64,
+        run: Run,
+        data: &[u8],
+    ) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let src = &data[run.buf..][..run.len];
+        Ok(self
+            .hdd_io(inner, Op::Write, file, id, run.dev, IoBuf::Write(src))?
+            .1)
+    }
+
+    /// Part of a block goes into a newly allocated slot: the block's other bytes come
+    /// from the HDD file (zeros past its end `fsize`).
+    #[allow(clippy::too_many_arguments)]
+    fn fill_partial(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        key: BlockKey,
+        fsize: u64,
+        slot: u32,
+        within: u64,
+        src: &[u8],
+    ) -> io::Result<u64> {
+        let base = key.index * self.bs;
+        let mut block = vec![0u8; self.bs as usize];
+        let mut t = 0;
+        if base < fsize {
+            let (got, t1) = self.hdd_io(
+                inner,
+                Op::Read,
+                file,
+                key.file,
+                base,
+                IoBuf::Read(&mut block),
+            )?;
+            block[got..].fill(0);
+            t = t1;
+        }
+        block[within as usize..][..src.len()].copy_from_slice(src);
+        Ok(t.max(self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block))?))
     }
 
     /// Change a file's size from `old` to `new`, keeping cached blocks consistent.
@@ -731,19 +874,23 @@ impl Core {
         r
     }
 
-    /// Write back every dirty block of one file, or of all files (`None`).
-    pub fn flush(&self, file: Option<u64>) -> io::Result<()> {
-        loop {
-            let (n, t) = self.write_back_batch(file, false)?;
-            self.wait_until(t);
-            if n == 0 {
-                return Ok(());
-            }
-        }
+    /// Write back every dirty block.
+    pub fn flush_all(&self) -> io::Result<()> {
+        while self.flush_batch(Pick::All)? > 0 {}
+        Ok(())
     }
 
-    pub fn flush_file(&self, id: u64) -> io::Result<()> {
-        self.flush(Some(id))
+    /// Write back every dirty block of file `id`, whose size is `size`.
+    pub fn flush_file(&self, id: u64, size: u64) -> io::Result<()> {
+        let mut range = 0..size.div_ceil(self.bs);
+        while self.flush_batch(Pick::File(id, &mut range))? > 0 {}
+        Ok(())
+    }
+
+    fn flush_batch(&self, pick: Pick<'_>) -> io::Result<usize> {
+        let (n, t) = self.write_back_batch(pick)?;
+        self.wait_until(t);
+        Ok(n)
     }
 
     /// Final write-back before the daemon exits: afterwards the HDD alone holds every
@@ -751,7 +898,7 @@ impl Core {
     /// The returned guard keeps any request still in flight from being answered.
     pub fn shutdown(&self) -> io::Result<Quiesced<'_>> {
         loop {
-            self.flush(None)?;
+            self.flush_all()?;
             let mut g = self.inner.lock().unwrap();
             if g.cache.dirty_entries() + g.cache.in_flight() > 0 {
                 continue;
@@ -767,16 +914,20 @@ impl Core {
     /// One batch of write-back: pick victims (under pressure, or all dirty blocks of
     /// `file` / of everything), write them to the HDD, make that durable, and only then
     /// journal them clean. Returns the blocks handled and the modelled completion time.
-    fn write_back_batch(&self, file: Option<u64>, pressure: bool) -> io::Result<(usize, u64)> {
+    fn write_back_batch(&self, pick: Pick<'_>) -> io::Result<(usize, u64)> {
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
         let mut victims = std::mem::take(&mut inner.victims);
         victims.clear();
-        if pressure {
-            inner.cache.pick_victims(&mut victims, SYNC_BATCH);
-        } else {
-            inner.cache.pick_flush(&mut victims, SYNC_BATCH, file);
-        }
+        match pick {
+            Pick::Pressure => inner.cache.pick_victims(&mut victims, SYNC_BATCH),
+            Pick::All => inner.cache.pick_flush(&mut victims, SYNC_BATCH, None),
+            Pick::File(id, range) => {
+                inner
+                    .cache
+                    .pick_flush_range(&mut victims, SYNC_BATCH, id, range)
+            }
+        };
         if victims.is_empty() {
             inner.victims = victims;
             let r = self.gc(inner);
@@ -857,15 +1008,15 @@ impl Core {
         let bs = self.bs;
         let mut buf = vec![0u8; run.len() * bs as usize];
         let mut t = 0;
+        let mut slots = Run::default();
         for (k, v) in run.iter().enumerate() {
-            t = t.max(self.ssd_io(
-                inner,
-                Op::Read,
-                v.slot,
-                0,
-                IoBuf::Read(&mut buf[k * bs as usize..][..bs as usize]),
-            )?);
+            let (dev, at) = (u64::from(v.slot) * bs, k * bs as usize);
+            if !slots.extend(dev, at, bs as usize) {
+                t = t.max(self.ssd_read_run(inner, slots, &mut buf)?);
+                slots = Run::start(dev, at, bs as usize);
+            }
         }
+        t = t.max(self.ssd_read_run(inner, slots, &mut buf)?);
         if key.file & META != 0 {
             return Ok(inner.hdd.submit(
                 t.max(self.now()),
@@ -912,8 +1063,13 @@ impl Core {
         Ok(t.max(t2))
     }
 
-    fn kick(&self) {
-        self.wake.notify_one();
+    /// Wake the syncer if the cache is under pressure. Only then: a wake-up per request
+    /// would have it contend for the engine lock with every FUSE thread for nothing (its
+    /// timed wait still collects anchors of files that no longer need them).
+    fn kick(&self, inner: &Inner) {
+        if inner.cache.syncer_active() {
+            self.wake.notify_one();
+        }
     }
 
     /// The syncer: sleeps until the cache is under pressure, then writes back batches
@@ -931,7 +1087,7 @@ impl Core {
                     );
                 }
             }
-            match self.write_back_batch(None, true) {
+            match self.write_back_batch(Pick::Pressure) {
                 Ok((_, t)) => self.wait_until(t),
                 Err(e) => {
                     eprintln!("dss-tier: write-back failed: {e}");
@@ -977,6 +1133,16 @@ impl Core {
     pub fn stats_json(&self) -> String {
         serde_json::to_string(&self.stats()).unwrap_or_default()
     }
+}
+
+/// Which dirty blocks a write-back batch takes.
+enum Pick<'a> {
+    /// The syncer's choice under pressure.
+    Pressure,
+    /// Any, lowest priority first.
+    All,
+    /// Those of one file in a range of block indices (advanced as batches go).
+    File(u64, &'a mut std::ops::Range<u64>),
 }
 
 enum IoBuf<'a> {
@@ -1113,6 +1279,72 @@ mod tests {
         );
     }
 
+    fn ssd_ops(core: &Core) -> (u64, u64) {
+        let s = &core.stats().devices["ssd"];
+        (s.read_ops, s.write_ops)
+    }
+
+    #[test]
+    fn adjacent_slots_move_in_one_call_and_scattered_ones_stay_intact() {
+        let d = Dirs::new("runs");
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let ((a, _), (b, _), (c, ino_c)) = (d.file("a"), d.file("b"), d.file("c"));
+        // Two files written block by block in turn: their slots alternate.
+        for i in 0..8u64 {
+            core.write(&a, 24, i * 4096, &pattern(4096, i as u8))
+                .unwrap();
+            core.write(&b, 24, i * 4096, &pattern(4096, 100 + i as u8))
+                .unwrap();
+        }
+        let (r0, w0) = ssd_ops(&core);
+        let data = pattern(8 * 4096, 7);
+        core.write(&a, 24, 0, &data).unwrap();
+        assert_eq!(ssd_ops(&core).1 - w0, 8, "eight hits on every other slot");
+        assert_eq!(core.read(&a, 24, 0, 8 * 4096).unwrap(), data);
+        assert_eq!(ssd_ops(&core).0 - r0, 8);
+        for i in 0..8u64 {
+            let got = core.read(&b, 24, i * 4096, 4096).unwrap();
+            assert_eq!(got, pattern(4096, 100 + i as u8), "block {i} of b");
+        }
+        // Sixteen fresh blocks take sixteen adjacent free slots: one write, one read.
+        let (r0, w0) = ssd_ops(&core);
+        let big = pattern(16 * 4096, 3);
+        core.write(&c, 24, 0, &big).unwrap();
+        assert_eq!(core.read(&c, 24, 0, big.len()).unwrap(), big);
+        assert_eq!(ssd_ops(&core), (r0 + 1, w0 + 1));
+        // Truncation frees them so that a rewrite gets them back in order.
+        core.truncate(ino_c, &c, big.len() as u64, 0).unwrap();
+        let (_, w0) = ssd_ops(&core);
+        let again = pattern(16 * 4096, 4);
+        core.write(&c, 24, 0, &again).unwrap();
+        assert_eq!(ssd_ops(&core).1, w0 + 1);
+        assert_eq!(core.read(&c, 24, 0, again.len()).unwrap(), again);
+    }
+
+    #[test]
+    fn unaligned_writes_keep_the_bytes_around_them() {
+        let d = Dirs::new("unaligned");
+        let (f, ino) = d.file("a");
+        let old = pattern(40_000, 5);
+        std::fs::write(d.hdd().join("a"), &old).unwrap();
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        // Starts and ends inside blocks that only the HDD holds so far.
+        let new = pattern(20_000, 9);
+        core.write(&f, 24, 3000, &new).unwrap();
+        let mut want = old.clone();
+        want[3000..23_000].copy_from_slice(&new);
+        assert_eq!(core.read(&f, 24, 0, 50_000).unwrap(), want);
+        // And once more across the cached blocks and past the end of the file.
+        let tail = pattern(10_000, 11);
+        core.write(&f, 24, 35_000, &tail).unwrap();
+        want.resize(45_000, 0);
+        want[35_000..].copy_from_slice(&tail);
+        assert_eq!(core.read(&f, 24, 0, 50_000).unwrap(), want);
+        core.flush_file(ino, 45_000).unwrap();
+        assert_eq!(core.stats().dirty_entries, 0);
+        assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), want);
+    }
+
     #[test]
     fn clean_copies_are_never_served_after_a_restart() {
         let d = Dirs::new("clean");
@@ -1120,7 +1352,7 @@ mod tests {
             let (core, _) = d.open(1 << 20, Mode::Dss);
             let (f, _) = d.file("a");
             core.write(&f, 24, 0, &pattern(4096, 1)).unwrap();
-            core.flush(None).unwrap();
+            core.flush_all().unwrap();
             assert_eq!(core.stats().classes["24"].clean_bytes, 4096);
         }
         // The HDD copy moves on after the cache called its copy clean.

@@ -30,6 +30,12 @@ const TTL: Duration = Duration::from_secs(1);
 /// cache does below the kernel's (it sees page-cache misses, not every read()).
 const KEEP_CACHE: FopenFlags = FopenFlags::FOPEN_KEEP_CACHE;
 
+thread_local! {
+    /// Each FUSE thread's read buffer, kept across requests: a fresh one of a large read
+    /// costs page faults on every byte.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The root's xattr through which `dss-tier stats` reads the stats document.
 pub const STATS_XATTR: &str = "user.dss-tier.stats";
 /// The root's xattr through which `dss-tier dump` reads the cache content by class.
@@ -235,7 +241,7 @@ impl TierFs {
                     .unwrap_or(false)
             });
             if open {
-                let _ = self.core.flush_file(id);
+                let _ = self.core.flush_file(id, md.size());
             }
             self.core.discard_file(id, md.size());
         }
@@ -594,17 +600,19 @@ impl Filesystem for TierFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let run = || -> Result<Vec<u8>, Errno> {
-            let h = self.handle(fh)?;
-            let class = self.data_class(&h);
-            self.core
-                .read(&h.file, class, offset, size as usize)
-                .map_err(errno)
-        };
-        match run() {
-            Ok(d) => reply.data(&d),
-            Err(e) => reply.error(e),
-        }
+        READ_BUF.with_borrow_mut(|buf| {
+            let run = |buf: &mut Vec<u8>| -> Result<(), Errno> {
+                let h = self.handle(fh)?;
+                let class = self.data_class(&h);
+                self.core
+                    .read_into(&h.file, class, offset, size as usize, buf)
+                    .map_err(errno)
+            };
+            match run(buf) {
+                Ok(()) => reply.data(buf),
+                Err(e) => reply.error(e),
+            }
+        })
     }
 
     fn write(

@@ -219,6 +219,8 @@ pub struct Journal {
     file: File,
     header: Header,
     image: Vec<u8>,
+    /// The image decoded, so that reading a slot's record costs no checksum.
+    records: Vec<Record>,
     dirty_pages: Vec<u32>,
     page_dirty: Vec<bool>,
 }
@@ -239,6 +241,7 @@ impl Journal {
                 clean: false,
             },
             image: vec![0u8; size],
+            records: vec![Record::EMPTY; entries as usize],
             dirty_pages: Vec::new(),
             page_dirty: vec![false; pages],
         };
@@ -252,32 +255,40 @@ impl Journal {
     pub fn create_from(file: File, loaded: &Loaded) -> io::Result<Journal> {
         let size = loaded.header.entries as usize * RECORD;
         let mut image = vec![0u8; size];
+        let mut records = vec![Record::EMPTY; loaded.header.entries as usize];
         for &(slot, rec) in &loaded.records {
             let o = slot as usize * RECORD;
             image[o..o + RECORD].copy_from_slice(&rec.encode());
+            records[slot as usize] = rec;
         }
         Ok(Journal {
             file,
             header: loaded.header,
             image,
+            records,
             dirty_pages: Vec::new(),
             page_dirty: vec![false; size.div_ceil(PAGE)],
         })
     }
 
     pub fn get(&self, slot: u32) -> Record {
-        let o = slot as usize * RECORD;
-        Record::decode(&self.image[o..o + RECORD]).unwrap_or(Record::EMPTY)
+        self.records[slot as usize]
     }
 
     /// Stage `rec` as slot `slot`'s record; `write_out` sends it to the file.
     pub fn set(&mut self, slot: u32, rec: &Record) {
-        let o = slot as usize * RECORD;
-        let b = rec.encode();
-        if self.image[o..o + RECORD] == b {
+        // Every empty record encodes the same (all zeros), whatever its other fields.
+        let rec = if rec.state == Durable::Empty {
+            Record::EMPTY
+        } else {
+            *rec
+        };
+        if self.records[slot as usize] == rec {
             return;
         }
-        self.image[o..o + RECORD].copy_from_slice(&b);
+        self.records[slot as usize] = rec;
+        let o = slot as usize * RECORD;
+        self.image[o..o + RECORD].copy_from_slice(&rec.encode());
         let page = o / PAGE;
         if !self.page_dirty[page] {
             self.page_dirty[page] = true;

@@ -14,6 +14,7 @@ mod fs;
 mod fsck;
 mod ioctl;
 mod journal;
+mod runs;
 mod stats;
 
 use dss_engine::{Mode, Policy};
