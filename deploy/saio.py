@@ -4,19 +4,27 @@ servers, all state under one directory, so that several clusters can run side by
 Layout of DIR:
     saio.json          what is running (config, ports, pids, mounts): read by `Saio.load`
     swift.conf, *-server.conf, *.builder, *.ring.gz
-    devices/           tmpfs (or, with a tier mode, dss-tier mounts), one dN per device
-    log/               one log file per process
+    devices/           one dN per device: dss-tier mounts (tier modes), or a tmpfs of
+                       plain directories (tier mode none)
+    backing/           tier modes: a tmpfs holding each device's emulated SSD and HDD
+                       directories (backing/dN/ssd, backing/dN/hdd)
+    log/               one log file per process, and tier-dN.log per dss-tier daemon
     cache/             recon cache
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import pwd
+import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -28,11 +36,22 @@ from swift_dss.deploy.cluster_config import ClusterConfig
 from swift_dss.deploy.probes import free_ports, http, port_in_use, tcp_answers
 from swift_dss.deploy.process_cluster import ProcessCluster
 from swift_dss.deploy.processes import read_proc as read_proc
+from swift_dss.deploy.processes import runs
 from swift_dss.deploy.rings import build_rings
+from swift_dss.policies import policy_path
+
+from swift_dss.dssio.detect import TIER_FSTYPE
 
 STATE_FILE = "saio.json"
 SWIFT_SERVERS = ("account", "container", "object", "proxy")
 TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
+#: Device model profiles dss-tier knows (each may carry ":key=value,..." overrides).
+MODEL_PROFILES = ("none", "st1000nm0011", "intel710", "hdd", "ssd")
+DEFAULT_CACHE_SIZE = "256MiB"
+#: How long a dss-tier daemon may take to show its mount, and to write back at unmount.
+TIER_MOUNT_TIMEOUT = 30.0
+TIER_UMOUNT_TIMEOUT = 300
+_SIZE = re.compile(r"(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?", re.IGNORECASE)
 
 PIPELINE = (
     "catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl "
@@ -50,10 +69,20 @@ class SaioConfig(ClusterConfig):
     port: int = 8080
     dss: bool = True
     dssio_backend: str = "auto"
-    tier_mode: str | None = None
+    #: A dss-tier mode for every device (see docs/tier.md), or None / "none" for plain
+    #: directories on a tmpfs.
+    tier_mode: str | None = "dss"
+    #: The SSD cache of each device. Mode ssd pins everything on the SSD, so there the
+    #: default is the whole backing tmpfs (devices_size) unless another size is set.
+    tier_cache_size: str = DEFAULT_CACHE_SIZE
+    #: A policy shipped in policies/ by name, or a policy file's path.
+    tier_policy: str = "reference"
+    tier_ssd_model: str = "none"
+    tier_hdd_model: str = "none"
     devices: int = 1
     replicas: int = 1
     workers: int = 1
+    #: The tmpfs holding the devices (tier modes: every device's SSD and HDD directories).
     devices_size: str = "4g"
     dss_options: dict[str, str] = field(default_factory=dict)
     object_options: dict[str, str] = field(default_factory=dict)
@@ -64,6 +93,18 @@ class SaioConfig(ClusterConfig):
         if self.tier_mode == "none":
             self.tier_mode = None
 
+    def tier_cache(self) -> str:
+        """The --cache-size each device's dss-tier mount gets."""
+        if self.tier_mode == "ssd" and self.tier_cache_size == DEFAULT_CACHE_SIZE:
+            return self.devices_size
+        return self.tier_cache_size
+
+    def tier_policy_file(self) -> Path:
+        try:
+            return policy_path(self.tier_policy).absolute()
+        except FileNotFoundError as err:
+            raise SaioError(str(err)) from None
+
     def validate(self) -> None:
         if self.tier_mode is not None and self.tier_mode not in TIER_MODES:
             raise SaioError(f"unknown tier mode {self.tier_mode!r} (none, {', '.join(TIER_MODES)})")
@@ -73,6 +114,19 @@ class SaioConfig(ClusterConfig):
             raise SaioError("devices must be at least 1 and workers at least 0")
         if not 1 <= self.replicas <= self.devices:
             raise SaioError(f"{self.replicas} replicas need 1 to {self.devices} devices")
+        if self.tier_mode is None:
+            return
+        what = "tier cache size" if self.tier_cache() == self.tier_cache_size else "devices size"
+        if not size_bytes(self.tier_cache()):
+            raise SaioError(f"{what} {self.tier_cache()!r} is not a size such as 256MiB")
+        self.tier_policy_file()
+        for which, model in (("SSD", self.tier_ssd_model), ("HDD", self.tier_hdd_model)):
+            if model.split(":", 1)[0].lower() not in MODEL_PROFILES:
+                raise SaioError(
+                    f"unknown {which} model {model!r} ({', '.join(MODEL_PROFILES)}, "
+                    "optionally with :key=value,...)"
+                )
+        tier_binary()
 
 
 # --- small helpers -------------------------------------------------------------------------
@@ -104,6 +158,15 @@ def render(template: str, dest: Path, values: dict[str, object]) -> None:
     dest.write_text(render_text(template, values))
 
 
+def size_bytes(text: str) -> int:
+    """Bytes in a size as dss-tier reads it ("256MiB", "4g", "4096"); 0 if it is not one."""
+    match = _SIZE.fullmatch(str(text).strip())
+    if match is None:
+        return 0
+    unit = (match.group(2) or "b").lower()[0]
+    return int(match.group(1)) << {"b": 0, "k": 10, "m": 20, "g": 30, "t": 40}[unit]
+
+
 # --- devices ---------------------------------------------------------------------------------
 
 
@@ -115,6 +178,19 @@ def find_tier_binary() -> str | None:
     return shutil.which("dss-tier") or shutil.which(
         "dss-tier", path=str(Path(sys.executable).parent)
     )
+
+
+def tier_binary() -> str:
+    """The dss-tier binary, or a one-line SaioError saying why the tier cannot run."""
+    tier = find_tier_binary()
+    if tier is None:
+        raise SaioError(
+            "the dss-tier binary is missing (make setup builds it; --tier-mode none runs "
+            "on plain directories)"
+        )
+    if shutil.which("fusermount3") is None or not Path("/dev/fuse").exists():
+        raise SaioError("dss-tier mounts need FUSE: /dev/fuse and fusermount3 (apt-get fuse3)")
+    return tier
 
 
 def run_quiet(cmd: list[str], what: str) -> None:
@@ -132,13 +208,131 @@ def mount_tmpfs(path: Path, size: str) -> None:
     )
 
 
-def provision_devices(cfg: SaioConfig, record: list[dict[str, str]]) -> list[str]:
+def _unescape(field: str) -> str:
+    # mountinfo writes space, tab, newline and backslash in paths as octal escapes.
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_type(path: str | Path) -> str | None:
+    """The filesystem type mounted on PATH (the topmost mount), or None.
+
+    Read from mountinfo rather than by stat, which fails on a FUSE mount whose daemon died
+    and would let such a mount go unnoticed.
+    """
+    target = os.path.abspath(path)
+    found = None
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            head, sep, tail = line.partition(" - ")
+            fields = head.split()
+            if sep and len(fields) > 4 and _unescape(fields[4]) == target:
+                found = tail.split()[0] if tail.split() else None
+    return found
+
+
+# dss-tier daemons this process started: reaped once they exit, so none lingers as a zombie
+# in a long-lived caller (a test session).
+_tier_children: list[subprocess.Popen[bytes]] = []
+
+
+def _reap_tier_children() -> None:
+    _tier_children[:] = [c for c in _tier_children if c.poll() is None]
+
+
+def mount_tier(cfg: SaioConfig, tier: str, backing: Path, mountpoint: Path, log: Path) -> dict:
+    """Start a dss-tier daemon for MOUNTPOINT and return its mount record, without waiting
+    for the mount (`wait_tier_mounted` does).
+
+    The daemon runs in the foreground of a session of its own (not `--daemon`, which
+    silences it) so that its messages, a refused option included, land in LOG.
+    """
+    ssd, hdd = backing / "ssd", backing / "hdd"
+    for path in (ssd, hdd, mountpoint):
+        path.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        tier, "mount",
+        "--ssd", str(ssd),
+        "--hdd", str(hdd),
+        "--cache-size", cfg.tier_cache(),
+        "--policy", str(cfg.tier_policy_file()),
+        "--mode", str(cfg.tier_mode),
+        "--ssd-model", cfg.tier_ssd_model,
+        "--hdd-model", cfg.tier_hdd_model,
+        str(mountpoint),
+    ]  # fmt: skip
+    with open(log, "ab") as out:
+        # Where this daemon's messages start: the log may hold those of an earlier run.
+        start = out.tell()
+        child = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _tier_children.append(child)
+    return {
+        "path": str(mountpoint),
+        "kind": "tier",
+        "pid": child.pid,
+        "cmd": cmd,
+        "log": str(log),
+        "log_start": start,
+    }
+
+
+def _tier_child(pid: int) -> subprocess.Popen[bytes] | None:
+    return next((c for c in _tier_children if c.pid == pid), None)
+
+
+def _tier_daemon_alive(mount: dict[str, Any]) -> bool:
+    # A daemon this process started is judged by its Popen: until it has exec'd, its
+    # command line is still ours, and a check by command line would think it gone.
+    child = _tier_child(mount.get("pid", 0))
+    if child is not None:
+        return child.poll() is None
+    return bool(mount.get("pid")) and runs(mount["pid"], [mount.get("cmd", [])])
+
+
+def wait_tier_mounted(mount: dict[str, Any]) -> None:
+    deadline = time.monotonic() + TIER_MOUNT_TIMEOUT
+    while mount_type(mount["path"]) != TIER_FSTYPE:
+        if not _tier_daemon_alive(mount):
+            reason = tier_log_error(Path(mount["log"]), mount.get("log_start", 0))
+            raise SaioError(f"dss-tier mount of {mount['path']} failed: {reason} ({mount['log']})")
+        if time.monotonic() > deadline:
+            raise SaioError(
+                f"dss-tier mount of {mount['path']} did not appear within "
+                f"{TIER_MOUNT_TIMEOUT:.0f} s (see {mount['log']})"
+            )
+        time.sleep(0.05)
+
+
+def tier_log_error(log: Path, start: int = 0) -> str:
+    """The daemon's error in LOG from byte START on: its last "dss-tier: " line (a parse
+    error continues on further lines, whose last one says what was wrong), and that last
+    line if different."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(start)
+            lines = [line.strip() for line in f.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return "no output"
+    lines = [line for line in lines if line]
+    if not lines:
+        return "no output"
+    first = next((line for line in reversed(lines) if line.startswith("dss-tier: ")), lines[-1])
+    return first if first == lines[-1] else f"{first}: {lines[-1]}"
+
+
+def provision_devices(cfg: SaioConfig, record: list[dict[str, Any]], log_dir: Path) -> list[str]:
     """Make the Swift devices under DIR/devices; return their names.
 
-    Every mount made is appended to RECORD ({"path", "kind"}) as soon as it exists, so that
-    `release_devices` can undo a partial provisioning. Devices must support large user
-    xattrs, which rules out ext4 here: plain devices are directories on a tmpfs; with a
-    tier mode each device is a dss-tier mount whose SSD and HDD directories sit on a tmpfs.
+    Every mount made is appended to RECORD ({"path", "kind"}, and for a tier mount its
+    daemon's "pid", "cmd" and "log") as soon as it is started, so that `release_devices`
+    can undo a partial provisioning. Devices must support large user xattrs, which rules
+    out ext4 here: plain devices are directories on a tmpfs; with a tier mode each device
+    is a dss-tier mount whose SSD and HDD directories sit on a tmpfs.
     """
     names = device_names(cfg.devices)
     devices = cfg.dir / "devices"
@@ -149,44 +343,100 @@ def provision_devices(cfg: SaioConfig, record: list[dict[str, str]]) -> list[str
             (devices / name).mkdir()
         return names
 
-    tier = find_tier_binary()
-    if tier is None:
-        raise SaioError(
-            f"tier mode {cfg.tier_mode} needs the dss-tier binary (make setup builds it)"
-        )
+    tier = tier_binary()
     backing = cfg.dir / "backing"
     mount_tmpfs(backing, cfg.devices_size)
     record.append({"path": str(backing), "kind": "tmpfs"})
+    started = []
     for name in names:
-        ssd, hdd, mountpoint = backing / name / "ssd", backing / name / "hdd", devices / name
-        for path in (ssd, hdd, mountpoint):
-            path.mkdir(parents=True, exist_ok=True)
-        # No --cache-size or --policy yet: the tier's own defaults until the tier settles them.
-        cmd = [tier, "mount", "--ssd", str(ssd), "--hdd", str(hdd), "--mode", cfg.tier_mode]
-        run_quiet([*cmd, "--daemon", str(mountpoint)], f"dss-tier mount of {mountpoint}")
-        record.append({"path": str(mountpoint), "kind": "tier"})
+        mount = mount_tier(cfg, tier, backing / name, devices / name, log_dir / f"tier-{name}.log")
+        record.append(mount)
+        started.append(mount)
+    # The daemons start side by side; then each must show its mount.
+    for mount in started:
+        wait_tier_mounted(mount)
     return names
 
 
-def release_devices(record: list[dict[str, str]]) -> list[str]:
+def _unmount(mount: dict[str, Any]) -> None:
+    path = mount["path"]
+    attempts = []
+    if mount["kind"] == "tier":
+        tier = find_tier_binary()
+        if tier:
+            # Returns once the daemon has written every dirty block back and exited.
+            attempts.append([tier, "umount", "--timeout", str(TIER_UMOUNT_TIMEOUT), path])
+        attempts.append(["fusermount3", "-u", path])
+    attempts.append(["umount", path])
+    for cmd in attempts:
+        if mount_type(path) is None:
+            return
+        subprocess.run(cmd, capture_output=True, check=False)
+
+
+def _settle_tier_daemon(mount: dict[str, Any], timeout: float = 5.0) -> None:
+    """Wait until a starting daemon has shown its mount or exited (an up that failed on
+    another device may leave one half-started), so that what follows sees which it is."""
+    deadline = time.monotonic() + timeout
+    while (
+        _tier_daemon_alive(mount)
+        and mount_type(mount["path"]) is None
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+
+
+def _stop_tier_daemon(mount: dict[str, Any]) -> None:
+    """A daemon still running after its unmount (stuck, or never mounted) is killed: only
+    the daemon, not its process group, so that FUSE's auto-unmount helper still lets go."""
+    deadline = time.monotonic() + 5
+    while _tier_daemon_alive(mount) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _tier_daemon_alive(mount):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(mount["pid"], signal.SIGKILL)
+        child = _tier_child(mount["pid"])
+        if child is not None:
+            child.wait(10)
+
+
+def release_devices(record: list[dict[str, Any]]) -> list[str]:
     """Undo the mounts in RECORD, newest first; return the paths that are still mounted."""
     stuck = []
     for mount in reversed(record):
         path = mount["path"]
-        if not os.path.ismount(path):
-            continue
-        tier = find_tier_binary() if mount["kind"] == "tier" else None
-        attempts = ([[tier, "umount", path]] if tier else []) + [["umount", path]]
-        for cmd in attempts:
-            subprocess.run(cmd, capture_output=True, check=False)
-            if not os.path.ismount(path):
-                break
-        else:
-            # Still busy (a straggler holds a file open): detach it now, free it when unused.
+        if mount["kind"] == "tier":
+            _settle_tier_daemon(mount)
+        _unmount(mount)
+        if mount["kind"] == "tier" and mount_type(path) is None:
+            _stop_tier_daemon(mount)
+        if mount_type(path) is not None:
+            # Still busy (a straggler holds a file open), or its daemon is dead: detach it
+            # now, free it when unused.
             subprocess.run(["umount", "--lazy", path], capture_output=True, check=False)
-        if os.path.ismount(path):
+        if mount_type(path) is not None:
             stuck.append(path)
+    _reap_tier_children()
     return stuck
+
+
+def tier_stats(mountpoint: str | Path) -> dict[str, Any]:
+    """`dss-tier stats --json` of a mounted tier."""
+    tier = tier_binary()
+    try:
+        proc = subprocess.run(
+            [tier, "stats", "--json", str(mountpoint)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SaioError(f"dss-tier stats of {mountpoint} got no answer within 60 s") from None
+    if proc.returncode != 0:
+        reason = (proc.stderr or proc.stdout).strip().splitlines()
+        raise SaioError(f"dss-tier stats of {mountpoint} failed: {reason[-1] if reason else ''}")
+    return json.loads(proc.stdout)
 
 
 # --- the cluster -----------------------------------------------------------------------------
@@ -231,8 +481,10 @@ class Saio(ProcessCluster):
             (self.dir / sub).mkdir(exist_ok=True)
 
     def _prepare(self) -> None:
-        devices = provision_devices(self.cfg, self._state.data["mounts"])
-        self._state.save()
+        try:
+            devices = provision_devices(self.cfg, self._state.data["mounts"], self.dir / "log")
+        finally:
+            self._state.save()
         self._write_configs()
         ports = self._state.data["ports"]
         build_rings(self.dir, devices, ports, self.cfg.replicas)
@@ -333,14 +585,49 @@ class Saio(ProcessCluster):
 
     # -- status
 
+    def tier_mounts(self) -> dict[str, dict[str, Any]]:
+        """Device name -> its tier mount record, for the devices that are dss-tier mounts."""
+        return {Path(m["path"]).name: m for m in self._state.mounts() if m.get("kind") == "tier"}
+
+    def tier_stats(self) -> dict[str, dict[str, Any]]:
+        """Device name -> `dss-tier stats --json` of its mount ({} without a tier)."""
+        return {name: tier_stats(m["path"]) for name, m in self.tier_mounts().items()}
+
+    def device_status(self) -> dict[str, dict[str, Any]]:
+        """Device name -> where it lives and, for a tier mount, the daemon's mode and pid."""
+        if self.cfg.tier_mode is None:
+            devices = self.dir / "devices"
+            mounted = mount_type(devices) is not None
+            return {
+                name: {"path": str(devices / name), "tier": None, "mounted": mounted}
+                for name in device_names(self.cfg.devices)
+            }
+        out: dict[str, dict[str, Any]] = {}
+        for name, mount in self.tier_mounts().items():
+            info: dict[str, Any] = {"path": mount["path"], "log": mount.get("log")}
+            info["mounted"] = mount_type(mount["path"]) == TIER_FSTYPE
+            tier: dict[str, Any] = {"mode": self.cfg.tier_mode, "pid": None}
+            if info["mounted"]:
+                try:
+                    stats = tier_stats(mount["path"])
+                    tier.update(mode=stats.get("mode"), pid=stats.get("pid"))
+                except SaioError as err:
+                    tier["error"] = str(err)
+            info["tier"] = tier
+            out[name] = info
+        return out
+
     def status(self) -> dict[str, Any]:
         processes = self._procs.status("log")
+        devices = self.device_status()
+        processes_up = bool(processes) and all(p["alive"] for p in processes.values())
         return {
             "dir": str(self.dir),
-            "up": bool(processes) and all(p["alive"] for p in processes.values()),
+            "up": processes_up and bool(devices) and all(d["mounted"] for d in devices.values()),
             "dss": self.cfg.dss,
             "tier_mode": self.cfg.tier_mode or "none",
             "processes": processes,
+            "devices": devices,
             "ports": self.ports,
             "urls": {
                 "proxy": self.proxy_url,

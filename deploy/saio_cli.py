@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
-from swift_dss.deploy.saio import TIER_MODES, Saio, SaioConfig, SaioError
+from swift_dss.deploy.saio import (
+    DEFAULT_CACHE_SIZE,
+    TIER_MODES,
+    Saio,
+    SaioConfig,
+    SaioError,
+)
 
 DEFAULT_DIR = Path("run/saio")
 EXPECTED = (SaioError, OSError)
@@ -28,6 +34,15 @@ def describe(cluster: Saio) -> str:
     for name, proc in status["processes"].items():
         state = "running" if proc["alive"] else "DEAD"
         lines.append(f"  {name:<17} pid {proc['pid']:<8} {state}")
+    lines.append("Devices:")
+    for name, dev in status["devices"].items():
+        state = "mounted" if dev["mounted"] else "NOT MOUNTED"
+        tier = dev["tier"]
+        if tier is None:
+            lines.append(f"  {name:<17} directory on a tmpfs  {state}")
+        else:
+            pid = tier["pid"] if tier["pid"] is not None else "-"
+            lines.append(f"  {name:<17} dss-tier mode {tier['mode']}  pid {pid}  {state}")
     return "\n".join(lines)
 
 
@@ -41,10 +56,35 @@ def saio() -> None:
 @click.option("--port", type=int, default=8080, show_default=True, help="Proxy port; 0 = any.")
 @click.option(
     "--tier-mode",
-    type=click.Choice(["none", *TIER_MODES]),
+    type=click.Choice([*TIER_MODES, "none"]),
+    default="dss",
+    show_default=True,
+    help="Devices: dss-tier mounts in this mode, on emulated SSD and HDD directories; "
+    "none = plain directories on a tmpfs.",
+)
+@click.option(
+    "--cache-size",
+    default=None,
+    help=f"SSD cache per device [default: {DEFAULT_CACHE_SIZE}; mode ssd: the devices' "
+    "whole tmpfs].",
+)
+@click.option(
+    "--policy",
+    default="reference",
+    show_default=True,
+    help="Tier policy: a name in policies/ or a file.",
+)
+@click.option(
+    "--ssd-model",
     default="none",
     show_default=True,
-    help="Devices: none = directories on a tmpfs; otherwise dss-tier mounts in that mode.",
+    help="SSD model: none, intel710, ssd (optionally :key=value,...).",
+)
+@click.option(
+    "--hdd-model",
+    default="none",
+    show_default=True,
+    help="HDD model: none, st1000nm0011, hdd (optionally :key=value,...).",
 )
 @click.option("--no-dss", is_flag=True, help="Stock Swift pipeline and object server.")
 @click.option("--devices", type=int, default=1, show_default=True)
@@ -52,7 +92,17 @@ def saio() -> None:
 @click.option("--workers", type=int, default=1, show_default=True)
 @one_line_errors(*EXPECTED)
 def up(
-    dir_: Path, port: int, tier_mode: str, no_dss: bool, devices: int, replicas: int, workers: int
+    dir_: Path,
+    port: int,
+    tier_mode: str,
+    cache_size: str | None,
+    policy: str,
+    ssd_model: str,
+    hdd_model: str,
+    no_dss: bool,
+    devices: int,
+    replicas: int,
+    workers: int,
 ) -> None:
     """Start the cluster and return once it answers; the servers keep running."""
     cfg = SaioConfig(
@@ -60,6 +110,10 @@ def up(
         port=port,
         dss=not no_dss,
         tier_mode=tier_mode,
+        tier_cache_size=cache_size or DEFAULT_CACHE_SIZE,
+        tier_policy=policy,
+        tier_ssd_model=ssd_model,
+        tier_hdd_model=hdd_model,
         devices=devices,
         replicas=replicas,
         workers=workers,
@@ -76,7 +130,9 @@ add_down_and_status(
     describe,
     DEFAULT_DIR,
     EXPECTED,
-    down_help="Stop every process of the cluster and unmount its devices.",
-    status_help="Show the cluster's processes, ports and URLs; "
+    down_help="Stop every process of the cluster, unmount its devices (a tier mount once it "
+    "has written everything back) and remove their tmpfs.",
+    status_help="Show the cluster's processes, devices (tier mode and daemon pid), ports and "
+    "URLs; "
     "exit status 1 unless it is fully up.",
 )

@@ -15,13 +15,16 @@ Configuration, in ``[app:object-server]`` next to Swift's own options::
     use = egg:swift_dss#object
     # auto: per device, tier when the device is a dss-tier mount, else none.
     # tier: dss-tier ioctls; kernel: O_CLASSIFY and readv/writev with a class byte (a
-    # DSS-patched kernel); none: classes only in Swift metadata; record: plain I/O plus a
-    # JSON line per I/O in dssio_record_log (tests).
+    # DSS-patched kernel); none: classes only in Swift metadata; record: a JSON line per I/O
+    # in dssio_record_log around the I/O of dssio_record_inner (tests).
     dssio_backend = auto
     # Per-device override, e.g. for a device named sdb1:
     # dssio_backend_sdb1 = none
     # Required by the record backend:
     # dssio_record_log = /var/log/swift/dssio-record.jsonl
+    # Which backend then does the I/O the record backend logs: auto (tier on a dss-tier
+    # mount, else none), none or tier.
+    # dssio_record_inner = auto
     # Required by the kernel backend: the patched kernel's O_CLASSIFY open flag (decimal,
     # or 0x / 0o prefixed); stock headers have no such flag.
     # dssio_kernel_o_classify = 0x40000000
@@ -81,8 +84,13 @@ class DeviceBackends:
         used = {self.default, *self.overrides.values()}
         self.options: dict[str, dict[str, Any]] = {"none": {}, "tier": {}}
         record_log = conf.get("dssio_record_log")
+        inner = str(conf.get("dssio_record_inner", "auto")).strip().lower()
+        if inner not in dssio.RECORD_INNER:
+            raise ValueError(
+                f"dssio_record_inner = {inner!r}: expected one of {', '.join(dssio.RECORD_INNER)}"
+            )
         if record_log:
-            self.options["record"] = {"log": record_log}
+            self.options["record"] = {"log": record_log, "inner": inner}
         elif "record" in used:
             raise ValueError("dssio_backend record needs dssio_record_log")
         o_classify = conf.get("dssio_kernel_o_classify")

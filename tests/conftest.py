@@ -11,7 +11,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def saio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """An all-in-one cluster with dss (proxy middleware, object server, dssio `record`).
+    """An all-in-one cluster with dss (proxy middleware, object server, dssio `record`), its
+    device a dss-tier mount in the default mode (dss): the record backend logs each I/O and
+    hands it, with its class, to the tier.
 
     Attributes: proxy_url, auth_url, user, key, account, account_url, s3_access_key,
     s3_secret_key, record_log (the dssio record backend's log of (path, offset, length,

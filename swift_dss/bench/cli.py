@@ -34,6 +34,11 @@ BENCHES = {
     "tier": Bench(
         "swift_dss.bench.tier:run", "dss-tier mount / the same directory used directly", 3
     ),
+    "saio-tier": Bench(
+        "swift_dss.bench.saio_tier:run",
+        "all-in-one Swift on dss-tier (mode ssd) / on a plain tmpfs directory",
+        15,
+    ),
     "loadgen": Bench(
         "swift_dss.loadgen.bench:run", "requests per client CPU-second: ours / other", 3
     ),

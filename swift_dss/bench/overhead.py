@@ -1,8 +1,9 @@
 """The cost of dss: the same all-in-one cluster with and without it, measured side by side.
 
 Both clusters run at once (the baseline has the stock pipeline and object server; ours has
-the dss middleware and the dss object server on dssio's `none` backend), and the rounds
-alternate between them so that drift in the machine's load falls on both alike. Every
+the dss middleware and the dss object server on dssio's `none` backend), both on plain
+directories on a tmpfs (tier mode none; `dss bench saio-tier` measures the tier), and the
+rounds alternate between them so that drift in the machine's load falls on both alike. Every
 request carries a class, which the baseline simply stores nowhere.
 """
 
@@ -118,8 +119,10 @@ def measure(
 
 def run(out: Path, rounds: int = 25, progress: Callable[[str], None] = print) -> list[Figure]:
     clusters = {
-        "ours": Saio(SaioConfig(dir=out / "with-dss", port=0, dss=True, dssio_backend="none")),
-        "baseline": Saio(SaioConfig(dir=out / "without-dss", port=0, dss=False)),
+        "ours": Saio(
+            SaioConfig(dir=out / "with-dss", port=0, dss=True, dssio_backend="none", tier_mode=None)
+        ),
+        "baseline": Saio(SaioConfig(dir=out / "without-dss", port=0, dss=False, tier_mode=None)),
     }
     try:
         for c in clusters.values():

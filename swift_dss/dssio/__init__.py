@@ -20,6 +20,7 @@ from swift_dss.dssio.api import (
 from swift_dss.dssio.backends import (
     BACKENDS,
     MAX_CLASS,
+    RECORD_INNER,
     Backend,
     DssioError,
     KernelBackend,
@@ -35,6 +36,7 @@ __all__ = [
     "BACKENDS",
     "MAX_CLASS",
     "RECLASSIFY",
+    "RECORD_INNER",
     "SET_CLASS",
     "TIER_FSTYPE",
     "Backend",

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 
+from swift_dss.dssio.detect import backend_name_for_dev
 from swift_dss.dssio.ioctls import RECLASSIFY, SET_CLASS
 from swift_dss.dssio.oslayer import OS, BytesLike, OsLayer
 
@@ -210,23 +211,49 @@ class KernelBackend(Backend):
                 view = view[n:]
 
 
-class RecordBackend(Backend):
-    """Plain I/O plus one JSON line per I/O in a log, for tests and demonstrations.
+#: What the record backend may hand its I/O to: ``auto`` picks per file, like the
+#: module-level calls (``tier`` on a dss-tier mount, else ``none``).
+RECORD_INNER = ("auto", "none", "tier")
 
-    Each line is ``{"path", "op", "offset", "length", "class"}``, appended with a single
-    write on an O_APPEND file so lines from concurrent processes never interleave.
+
+class RecordBackend(Backend):
+    """One JSON line per I/O in a log, around the I/O an inner backend does.
+
+    Each line is ``{"path", "op", "offset", "length", "class", "backend"}`` (``backend``
+    names the inner backend that did the I/O), appended with a single write on an O_APPEND
+    file so lines from concurrent processes never interleave. The line is written once the
+    inner backend has done the I/O, with the length it actually moved; an I/O the inner
+    backend refused (a class the tier would not take) is not logged. With ``inner`` tier
+    (or auto on a dss-tier mount) the classes still reach the tier, so tests can check
+    per byte what the tier was told on the very cluster they run.
     """
 
     name = "record"
 
-    def __init__(self, log: str, osl: OsLayer | None = None) -> None:
+    def __init__(self, log: str, inner: str = "auto", osl: OsLayer | None = None) -> None:
         super().__init__(osl)
         if not log:
             raise ValueError("the record backend needs a log path")
+        if inner not in RECORD_INNER:
+            raise ValueError(
+                f"record backend: inner backend {inner!r} is not one of {', '.join(RECORD_INNER)}"
+            )
         self.log = str(log)
+        self.inner = inner
+        self._inner: dict[str, Backend] = {
+            "none": NoneBackend(self.os),
+            "tier": TierBackend(self.os),
+        }
         self._log_fd: int | None = None
         self._log_pid = 0
         self._lock = threading.Lock()
+
+    def inner_for(self, fd: int) -> Backend:
+        """The backend that does ``fd``'s I/O."""
+        name = self.inner
+        if name == "auto":
+            name = backend_name_for_dev(self.os.fstat(fd).st_dev)
+        return self._inner[name]
 
     def _log_handle(self) -> int:
         # Reopen in a forked child so that each process owns its descriptor.
@@ -238,13 +265,14 @@ class RecordBackend(Backend):
                 self._log_pid = os.getpid()
             return self._log_fd
 
-    def _record(self, fd: int, op: str, offset: int, length: int, cls: int) -> None:
+    def _record(self, fd: int, op: str, offset: int, length: int, cls: int, inner: Backend) -> None:
         entry = {
             "path": self.os.fd_path(fd),
             "op": op,
             "offset": offset,
             "length": length,
             "class": cls,
+            "backend": inner.name,
         }
         os.write(self._log_handle(), (json.dumps(entry) + "\n").encode())
 
@@ -253,33 +281,43 @@ class RecordBackend(Backend):
 
     def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
         check_class(cls)
+        inner = self.inner_for(fd)
         offset = self._position(fd)
-        n = self.os.write(fd, data)
-        self._record(fd, "write", offset, n, cls)
+        n = inner.dwrite(fd, cls, data)
+        self._record(fd, "write", offset, n, cls, inner)
         return n
 
     def dread(self, fd: int, cls: int, size: int) -> bytes:
         check_class(cls)
+        inner = self.inner_for(fd)
         offset = self._position(fd)
-        data = self.os.read(fd, size)
-        self._record(fd, "read", offset, len(data), cls)
+        data = inner.dread(fd, cls, size)
+        self._record(fd, "read", offset, len(data), cls, inner)
         return data
 
     def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
         check_class(cls)
-        n = self.os.pwrite(fd, data, offset)
-        self._record(fd, "write", offset, n, cls)
+        inner = self.inner_for(fd)
+        n = inner.pdwrite(fd, cls, data, offset)
+        self._record(fd, "write", offset, n, cls, inner)
         return n
 
     def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
         check_class(cls)
-        data = self.os.pread(fd, size, offset)
-        self._record(fd, "read", offset, len(data), cls)
+        inner = self.inner_for(fd)
+        data = inner.pdread(fd, cls, size, offset)
+        self._record(fd, "read", offset, len(data), cls, inner)
         return data
 
     def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
         check_class(cls)
-        self._record(fd, "reclassify", offset, length, cls)
+        inner = self.inner_for(fd)
+        inner.reclassify(fd, offset, length, cls)
+        self._record(fd, "reclassify", offset, length, cls, inner)
+
+    def release(self, fd: int) -> None:
+        for inner in self._inner.values():
+            inner.release(fd)
 
     def close(self) -> None:
         with self._lock:

@@ -41,6 +41,9 @@ class OsLayer:
     def lseek(self, fd: int, offset: int, whence: int) -> int:
         return os.lseek(fd, offset, whence)
 
+    def fstat(self, fd: int) -> os.stat_result:
+        return os.fstat(fd)
+
     def fcntl(self, fd: int, cmd: int, arg: int = 0) -> int:
         return fcntl.fcntl(fd, cmd, arg)
 

@@ -1,4 +1,5 @@
-"""The all-in-one cluster, stock Swift pipeline (dss=False): start, serve, report, stop.
+"""The all-in-one cluster, stock Swift pipeline (dss=False) on plain directories (tier mode
+none): start, serve, report, stop. tests/integration/test_saio_tier.py has it on the tier.
 
 The tests share one cluster and run in file order; the last ones stop it.
 """
@@ -24,7 +25,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Saio]:
-    saio = Saio(SaioConfig(dir=tmp_path_factory.mktemp("saio") / "c", port=0, dss=False))
+    cfg = SaioConfig(dir=tmp_path_factory.mktemp("saio") / "c", port=0, dss=False, tier_mode=None)
+    saio = Saio(cfg)
     try:
         saio.up()
         yield saio
@@ -106,12 +108,15 @@ def test_cli_status(cluster: Saio) -> None:
 
 def test_second_up_fails_clearly(cluster: Saio, tmp_path: Path) -> None:
     other = tmp_path / "other"
-    code, out = cli("saio", "up", "--dir", str(other), "--port", str(cluster.port), "--no-dss")
+    port = str(cluster.port)
+    code, out = cli(
+        "saio", "up", "--dir", str(other), "--port", port, "--no-dss", "--tier-mode", "none"
+    )
     assert code != 0
     assert out.strip() == f"Error: port {cluster.port} is already in use on 127.0.0.1"
     assert not os.path.ismount(other / "devices")
     with pytest.raises(SaioError, match="already running"):
-        Saio(SaioConfig(dir=cluster.dir, port=0, dss=False)).up()
+        Saio(SaioConfig(dir=cluster.dir, port=0, dss=False, tier_mode=None)).up()
     assert cluster.is_up()
 
 

@@ -1,4 +1,5 @@
-"""dssio's none and record backends and the module-level calls, on real files."""
+"""dssio's none and record backends and the module-level calls, on real files; the record
+backend's inner backends (the tier's ioctls through a stand-in for the system calls)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from swift_dss import dssio
-from swift_dss.dssio import NoneBackend, RecordBackend
+from swift_dss.dssio import RECLASSIFY, SET_CLASS, DssioError, NoneBackend, OsLayer, RecordBackend
+from swift_dss.dssio import backends as backends_module
 
 
 @pytest.fixture
@@ -59,12 +61,19 @@ def test_record_backend_logs_every_io(fd: int, tmp_path: Path) -> None:
     b.reclassify(fd, 0, 10, 30)
     path = str(tmp_path / "obj")
     assert _records(log) == [
-        {"path": path, "op": "write", "offset": 0, "length": 6, "class": 7},
-        {"path": path, "op": "write", "offset": 6, "length": 4, "class": 8},
-        {"path": path, "op": "write", "offset": 2, "length": 2, "class": 9},
-        {"path": path, "op": "read", "offset": 3, "length": 4, "class": 7},
-        {"path": path, "op": "read", "offset": 2, "length": 2, "class": 9},
-        {"path": path, "op": "reclassify", "offset": 0, "length": 10, "class": 30},
+        {"path": path, "op": "write", "offset": 0, "length": 6, "class": 7, "backend": "none"},
+        {"path": path, "op": "write", "offset": 6, "length": 4, "class": 8, "backend": "none"},
+        {"path": path, "op": "write", "offset": 2, "length": 2, "class": 9, "backend": "none"},
+        {"path": path, "op": "read", "offset": 3, "length": 4, "class": 7, "backend": "none"},
+        {"path": path, "op": "read", "offset": 2, "length": 2, "class": 9, "backend": "none"},
+        {
+            "path": path,
+            "op": "reclassify",
+            "offset": 0,
+            "length": 10,
+            "class": 30,
+            "backend": "none",
+        },
     ]
     assert os.pread(fd, 100, 0) == b"abXYefghij"
     b.close()
@@ -114,3 +123,89 @@ def test_module_level_calls_pick_none_off_a_tier_mount(fd: int) -> None:
     assert dssio.dread(fd, 3, 4) == b"01ab"
     assert dssio.pdread(fd, 4, 3, 7) == b"789"
     dssio.reclassify(fd, 0, 10, 5)
+
+
+class TierOs(OsLayer):
+    """The system calls of a file on a dss-tier mount: ioctls are kept instead of sent."""
+
+    def __init__(self, dev: int) -> None:
+        self.dev = dev
+        self.ioctls: list[tuple[int, bytes]] = []
+
+    def ioctl(self, fd: int, request: int, payload: bytes) -> bytes:
+        self.ioctls.append((request, payload))
+        return payload
+
+    def fstat(self, fd: int) -> os.stat_result:
+        st = os.fstat(fd)
+        return os.stat_result((*st[:2], self.dev, *st[3:10]))
+
+
+@pytest.mark.parametrize("inner", ["tier", "auto"])
+def test_record_hands_io_and_classes_to_the_tier(
+    fd: int, tmp_path: Path, inner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    osl = TierOs(dev=4242)
+    # What auto would find in mountinfo for a dss-tier mount.
+    detected = {4242: "tier"}
+    monkeypatch.setattr(backends_module, "backend_name_for_dev", lambda dev: detected[dev])
+    log = tmp_path / "log.jsonl"
+    b = RecordBackend(str(log), inner=inner, osl=osl)
+    assert b.dwrite(fd, 25, b"abcd") == 4
+    assert b.pdwrite(fd, 25, b"ef", 4) == 2
+    assert b.pdread(fd, 31, 6, 0) == b"abcdef"
+    b.reclassify(fd, 0, 6, 26)
+    # One SET_CLASS per change of class on the handle, then the reclassification.
+    assert osl.ioctls == [
+        (SET_CLASS.request, SET_CLASS.pack({"class": 25})),
+        (SET_CLASS.request, SET_CLASS.pack({"class": 31})),
+        (RECLASSIFY.request, RECLASSIFY.pack({"offset": 0, "length": 6, "class": 26})),
+    ]
+    assert [(e["op"], e["class"], e["backend"]) for e in _records(log)] == [
+        ("write", 25, "tier"),
+        ("write", 25, "tier"),
+        ("read", 31, "tier"),
+        ("reclassify", 26, "tier"),
+    ]
+    # After release a reused descriptor number starts without a class.
+    b.release(fd)
+    b.pdwrite(fd, 31, b"g", 6)
+    assert osl.ioctls[-1] == (SET_CLASS.request, SET_CLASS.pack({"class": 31}))
+    assert os.pread(fd, 100, 0) == b"abcdefg"
+
+
+def test_record_with_tier_inner_off_a_tier_mount_neither_writes_nor_logs(
+    fd: int, tmp_path: Path
+) -> None:
+    log = tmp_path / "log.jsonl"
+    b = RecordBackend(str(log), inner="tier")
+    with pytest.raises(DssioError, match="SET_CLASS"):
+        b.dwrite(fd, 12, b"data")
+    with pytest.raises(DssioError, match="RECLASSIFY"):
+        b.reclassify(fd, 0, 4, 12)
+    assert os.fstat(fd).st_size == 0
+    assert not log.exists() or log.read_text() == ""
+
+
+def test_record_auto_off_a_tier_mount_is_plain_io(fd: int, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    b = RecordBackend(str(log))
+    assert b.inner == "auto"
+    assert b.dwrite(fd, 12, b"data") == 4
+    b.reclassify(fd, 0, 4, 13)
+    assert [e["backend"] for e in _records(log)] == ["none", "none"]
+    with pytest.raises(ValueError, match="inner backend 'kernel'"):
+        RecordBackend(str(log), inner="kernel")
+
+
+def test_object_server_config_chooses_the_record_inner_backend(tmp_path: Path) -> None:
+    from swift_dss.objserver import DeviceBackends
+
+    log = str(tmp_path / "log.jsonl")
+    conf = {"dssio_backend": "record", "dssio_record_log": log}
+    backend = DeviceBackends(conf).for_device(str(tmp_path))
+    assert isinstance(backend, RecordBackend) and backend.inner == "auto"
+    backend = DeviceBackends({**conf, "dssio_record_inner": "Tier"}).for_device(str(tmp_path))
+    assert isinstance(backend, RecordBackend) and backend.inner == "tier"
+    with pytest.raises(ValueError, match="dssio_record_inner"):
+        DeviceBackends({**conf, "dssio_record_inner": "kernel"})
