@@ -40,7 +40,7 @@ run: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(CARGO) fmt --manifest-path tier/Cargo.toml --check
+	$(CARGO) fmt --manifest-path tier/Cargo.toml --all --check
 	$(CARGO) clippy --quiet --release --manifest-path tier/Cargo.toml --all-targets -- -D warnings
 
 tier-test: setup
