@@ -170,6 +170,21 @@ class ProcessSet:
     def members(self, record: dict[str, Any]) -> list[int]:
         return group_members(record["pid"], self.commands(record))
 
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time used so far by every live process of the set."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for record in self.records.values():
+            for pid in self.members(record):
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                except OSError:
+                    continue  # gone since it was listed
+                # Fields after the parenthesised command name; utime and stime are 14 and 15.
+                fields = stat.rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
+
     def survivors(self, records: list[dict[str, Any]]) -> list[int]:
         self._reap()
         return [pid for record in records for pid in self.members(record)]

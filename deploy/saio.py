@@ -638,6 +638,10 @@ class Saio(ProcessCluster):
             "mounts": self._mount_paths(),
         }
 
+    def cpu_seconds(self) -> float:
+        """CPU time the cluster's servers and memcached have used (tier daemons excluded)."""
+        return self._procs.cpu_seconds()
+
     def credentials(self) -> dict[str, str]:
         return {
             "user": self.user,

@@ -19,7 +19,10 @@ def test_overhead_bench_writes_its_figures(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     figures = json.loads((tmp_path / "bench.json").read_text())
-    assert [f["name"] for f in figures] == ["PUT 4KiB", "GET 4KiB", "PUT 4MiB", "GET 4MiB"]
+    names = [f"{op} {size}" for size in ("4KiB", "4MiB") for op in ("PUT", "GET")]
+    assert [f["name"] for f in figures] == [
+        n for name in names for n in (name, f"{name} server CPU")
+    ]
     for f in figures:
         assert set(f) == {"name", "ours", "baseline", "ratio", "unit", "goal"}
         assert f["goal"] == 0.97
