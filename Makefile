@@ -10,7 +10,7 @@ APT_PACKAGES := memcached fuse3 libfuse3-dev pkg-config rsync sqlite3 curl \
 	libcurl4-openssl-dev libssl-dev
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: setup tier run test lint unit integration tier-test bench clean
+.PHONY: setup tier run demo test lint unit integration tier-test bench clean
 
 setup: $(STAMP_APT) $(STAMP_PY) tier
 
@@ -34,7 +34,12 @@ $(STAMP_PY): pyproject.toml $(STAMP_APT)
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
+# The main job: the paper's caching experiment at the default scale (resumable).
 run: setup
+	$(VENV)/bin/dss experiment caching --out $(RUN_DIR)/experiment/caching
+
+# A short tour: an all-in-one cluster, classified uploads, classes read back.
+demo: setup
 	$(VENV)/bin/dss demo --dir $(RUN_DIR)/saio
 
 lint: setup

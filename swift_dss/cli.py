@@ -24,6 +24,7 @@ COMMANDS = {
     "loadgen": "swift_dss.loadgen.cli:loadgen",
     "deploy": "swift_dss.deploy.deploy_cli:deploy",
     "reliability": "swift_dss.deploy.reliability:reliability",
+    "experiment": "swift_dss.experiment.cli:experiment",
 }
 
 

@@ -1,0 +1,320 @@
+"""`dss experiment caching`: the paper's Figs. 7-9.
+
+For each configuration (HDD only, SSD only, LRU cache, DSS cache; the caches at 5% and 10%
+of the working set) a fresh all-in-one cluster on dss-tier mounts with the paper's device
+models runs the scaled Table I workload in the paper's phases (containers, PUT, GET,
+DELETE). The tier is read before every phase (device activity per phase) and its cache
+content is dumped before DELETE (Fig. 8). Each configuration's results are written under
+DIR/runs/<key>/ as it completes; a rerun skips those unless forced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from swift_dss.experiment import content as content_mod
+from swift_dss.experiment.cluster import ClusterSpec, PhaseHook, running, tier_dump, tier_stats
+from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
+from swift_dss.experiment.paper import FIG7, HEADLINES
+from swift_dss.experiment.scale import (
+    MIB,
+    Scale,
+    WorkingSet,
+    cache_bytes,
+    paper_workload,
+    size_arg,
+    split_containers,
+    table_mix,
+    working_set,
+)
+from swift_dss.experiment.summary import figures, mbps_excluding, ratio
+from swift_dss.loadgen import report as lg_report
+from swift_dss.loadgen import runner
+from swift_dss.loadgen.progress import RunProgress
+from swift_dss.loadgen.protocols import Credentials, connect
+from swift_dss.loadgen.workload import Workload
+
+CACHE_PCTS = (5.0, 10.0)
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Config:
+    key: str  # "hdd", "ssd", "lru@10%", ...
+    mode: str
+    policy: str
+    cache_pct: float | None  # None: no cache (HDD only, SSD only)
+
+    @property
+    def slug(self) -> str:
+        return self.key.replace("@", "-").replace("%", "")
+
+
+def pct_label(pct: float) -> str:
+    return f"{pct:g}%"
+
+
+def configurations(pcts: tuple[float, ...] = CACHE_PCTS) -> list[Config]:
+    """In the order they run: the largest cache's DSS and LRU first (the paper's headline),
+    then SSD only, the smaller caches, and HDD only last (it is the slowest to run)."""
+    out = []
+    for pct in sorted(pcts, reverse=True):
+        out.append(Config(f"dss@{pct_label(pct)}", "dss", "reference", pct))
+        out.append(Config(f"lru@{pct_label(pct)}", "lru", "lru", pct))
+        if len(out) == 2:
+            out.append(Config("ssd", "ssd", "reference", None))
+    out.append(Config("hdd", "hdd", "reference", None))
+    return out
+
+
+def cluster_spec(cfg: Config, ws: WorkingSet, scale: Scale) -> ClusterSpec:
+    per_device = ws.per_device(scale.replicas, scale.devices)
+    if cfg.mode == "ssd":
+        # Everything pinned: the data, Swift's databases and the tier's metadata blocks.
+        cache = math.ceil(per_device * 1.25) + 256 * MIB
+    elif cfg.mode == "hdd":
+        cache = 16 * MIB  # unused
+    else:
+        cache = cache_bytes(ws, scale, cfg.cache_pct or 0)
+    # tmpfs only takes what is written: the limit just has to be out of the way.
+    backing = 2 * ws.bytes * scale.replicas + scale.devices * cache + 2 * GIB
+    return ClusterSpec(
+        mode=cfg.mode,
+        policy=cfg.policy,
+        cache_size=size_arg(cache),
+        devices=scale.devices,
+        replicas=scale.replicas,
+        workers=scale.workers,
+        devices_size=f"{math.ceil(backing / GIB)}g",
+    )
+
+
+def run_config(
+    cfg: Config,
+    setup_w: Workload,
+    w: Workload,
+    ws: WorkingSet,
+    scale: Scale,
+    run_dir: Path,
+    console: Console,
+) -> dict[str, Any]:
+    """One configuration on a fresh cluster; returns its summary entry (also in entry.json).
+    SETUP_W creates the containers, W is the measured phases."""
+    spec = cluster_spec(cfg, ws, scale)
+    snapshots: list[dict[str, Any]] = []
+    dump: dict[str, Any] = {}
+    load_before = os.getloadavg()
+    started = time.time()
+    with running(run_dir / "cluster", spec) as saio:
+        proto = connect(saio.proxy_url, "swift", Credentials())
+
+        def on_phase(index: int) -> None:
+            phase = w.phases[index]
+            snapshots.append({"before": phase.name, "stats": tier_stats(saio)})
+            if phase.op == "delete":
+                dump.update(tier_dump(saio))
+
+        t0 = time.time()
+        with RunProgress(setup_w, console) as progress:
+            setup_out = runner.work(setup_w, proto, t0, tick=progress)
+        hook = PhaseHook(on_phase)
+        with RunProgress(w, console) as progress:
+            out = runner.work(w, proto, t0, barrier=hook, tick=progress)
+        snapshots.append({"before": "end", "stats": tier_stats(saio)})
+        endpoint = saio.proxy_url
+    setup_rows = runner.summarize(setup_w, [setup_out]).recorder.rows()
+    result = runner.summarize(w, [out])
+    doc = runner.document(w, endpoint, "swift", result, started)
+    doc["rows"] = setup_rows + doc["rows"]
+    lg_report.write_run(run_dir / "loadgen", doc, result.recorder)
+    (run_dir / "tier.json").write_text(
+        json.dumps({"snapshots": snapshots, "content": dump}, indent=1) + "\n"
+    )
+    entry = {
+        "key": cfg.key,
+        "mode": cfg.mode,
+        "policy": cfg.policy,
+        "cache_pct": cfg.cache_pct,
+        "cluster": asdict(spec),
+        **figures(doc["rows"]),
+        "content_bytes": content_mod.by_type(dump, w),
+        "content_shares": content_mod.shares(content_mod.by_type(dump, w)),
+        "devices_by_phase": device_phases(snapshots),
+        "classes_end": content_mod.class_totals(snapshots[-1]["stats"]) if snapshots else {},
+        "phases": result.phases,
+        "warnings": result.warnings,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "wall_s": round(time.time() - started, 1),
+    }
+    (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
+    return entry
+
+
+def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+    """SSD and HDD activity (ops, bytes, busy seconds, summed over devices) per phase."""
+    totals = [(s["before"], content_mod.device_totals(s["stats"])) for s in snapshots]
+    return {
+        name: content_mod.delta(after, before)
+        for (name, before), (_, after) in itertools.pairwise(totals)
+    }
+
+
+def caching(
+    out: Path,
+    scale: Scale,
+    pcts: tuple[float, ...] = CACHE_PCTS,
+    only: list[str] | None = None,
+    force: bool = False,
+    console: Console | None = None,
+    workload: str = "paper",
+    on_entry: Callable[[str, dict[str, Any]], None] | None = None,
+    run_nothing: bool = False,
+) -> dict[str, Any]:
+    """Runs what is not done yet, then writes summary.json and report.md from every entry."""
+    console = console or Console(stderr=True)
+    out.mkdir(parents=True, exist_ok=True)
+    setup_w, w = split_containers(paper_workload(scale, workload))
+    ws = working_set(w)
+    setup = setup_doc(w, ws, scale, pcts)
+    (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
+    configs = [c for c in configurations(pcts) if not only or c.key in only or c.mode in only]
+    entries: dict[str, dict[str, Any]] = {}
+    for n, cfg in enumerate(configs, 1):
+        run_dir = out / "runs" / cfg.slug
+        done = run_dir / "entry.json"
+        if run_nothing:
+            if done.exists():
+                entries[cfg.key] = json.loads(done.read_text())
+            continue
+        if done.exists() and not force:
+            console.print(f"[{n}/{len(configs)}] {cfg.key}: done before, kept ({done})")
+            entries[cfg.key] = json.loads(done.read_text())
+            continue
+        done.unlink(missing_ok=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        console.rule(f"[{n}/{len(configs)}] {cfg.key}  (load {os.getloadavg()[0]:.2f})")
+        try:
+            entries[cfg.key] = run_config(cfg, setup_w, w, ws, scale, run_dir, console)
+            (run_dir / "error.txt").unlink(missing_ok=True)
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:
+            (run_dir / "error.txt").write_text(traceback.format_exc())
+            console.print(f"[red]{cfg.key} failed: {err}[/red] (see {run_dir / 'error.txt'})")
+            continue
+        e = entries[cfg.key]
+        console.print(
+            f"{cfg.key}: PUT {e['put_mbps']} MB/s, GET {e['get_mbps']} MB/s, "
+            f"GET TTFB {e['get_ttfb_ms']} ms, failures {e['failure_rate']:.2%}"
+        )
+        if on_entry:
+            on_entry(cfg.key, e)
+    summary = build_summary(entries, setup, pcts)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    from swift_dss.experiment.caching_report import write_report
+
+    write_report(out, summary)
+    return summary
+
+
+def setup_doc(w: Workload, ws: WorkingSet, scale: Scale, pcts: tuple[float, ...]) -> dict:
+    return {
+        "scale": scale.to_json(),
+        "workload": {
+            "name": w.name,
+            "phases": [
+                {"name": p.name, "op": p.op, "count": p.count, "duration": p.duration}
+                for p in w.phases
+            ],
+            "containers": w.containers,
+            "concurrency": w.concurrency,
+        },
+        "working_set": ws.to_json(),
+        "byte_mix_table_i": table_mix(w),
+        "cache_bytes_per_device": {pct_label(p): cache_bytes(ws, scale, p) for p in pcts},
+        "bytes_per_device": ws.per_device(scale.replicas, scale.devices),
+        "machine": {"cpus": os.cpu_count(), "loadavg_at_start": list(os.getloadavg())},
+    }
+
+
+def build_summary(
+    entries: dict[str, dict[str, Any]], setup: dict[str, Any], pcts: tuple[float, ...]
+) -> dict[str, Any]:
+    """summary.json: an entry per configuration and cache size ("hdd@10%", "dss@5%", ...);
+    HDD only and SSD only are measured once and appear under every cache size."""
+    keyed: dict[str, dict[str, Any]] = {}
+    for pct in pcts:
+        for base in ("hdd", "ssd", "lru", "dss"):
+            key = f"{base}@{pct_label(pct)}"
+            source = entries.get(base if base in ("hdd", "ssd") else key)
+            if source is None:
+                continue
+            entry = {**source, "measured_as": source["key"]}
+            for op in ("put", "get"):
+                entry[f"{op}_mbps_excl_vmdk"] = mbps_excluding(source, op, "VMDK")
+            fraction = pct / 100
+            price = price_per_gb(entry["mode"], fraction)
+            entry["price_per_gb"] = round(price, 4)
+            for phase in ("put", "get"):
+                cost = dollars_per_gb_per_iops(price, entry.get(f"{phase}_ops_per_s") or 0)
+                entry[f"cost_{phase}"] = cost
+            paper = FIG7.get(key) or FIG7.get(base if base in ("hdd", "ssd") else "", {})
+            entry["paper"] = {k: v for k, (v, _how) in paper.items()}
+            keyed[key] = entry
+    for pct in pcts:
+        group = {k: v for k, v in keyed.items() if k.endswith(f"@{pct_label(pct)}")}
+        normalised(group, f"hdd@{pct_label(pct)}", ("put", "get"))
+    headlines = []
+    for num, den, metric, paper_ratio, target in HEADLINES:
+        a, b = keyed.get(num, {}).get(metric), keyed.get(den, {}).get(metric)
+        measured = ratio(a, b)
+        headlines.append(
+            {
+                "what": f"{num} / {den} {metric}",
+                "measured": measured,
+                "paper": paper_ratio,
+                "target": target or None,
+                "met": None if measured is None or not target else measured >= target,
+            }
+        )
+    for num, den, metric in (
+        ("dss@10%", "lru@10%", "put_mbps_excl_vmdk"),
+        ("dss@10%", "lru@10%", "get_mbps_excl_vmdk"),
+        ("dss@10%", "ssd@10%", "get_mbps_excl_vmdk"),
+        ("dss@10%", "lru@10%", "put_ops_per_s"),
+        ("dss@10%", "lru@10%", "get_ops_per_s"),
+        ("dss@10%", "ssd@10%", "get_ops_per_s"),
+    ):
+        a, b = keyed.get(num, {}).get(metric), keyed.get(den, {}).get(metric)
+        headlines.append(
+            {
+                "what": f"{num} / {den} {metric}",
+                "measured": ratio(a, b),
+                "paper": None,
+                "target": None,
+                "met": None,
+            }
+        )
+    dss_failures = {
+        k: v.get("failures_all_phases") for k, v in keyed.items() if k.startswith("dss@")
+    }
+    return {
+        "experiment": "caching",
+        **keyed,
+        "headlines": headlines,
+        "dss_failures_all_phases": dss_failures,
+        "setup": setup,
+        "missing": [c.key for c in configurations(pcts) if c.key not in entries],
+    }

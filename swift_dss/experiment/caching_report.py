@@ -1,0 +1,254 @@
+"""report.md of the caching experiment: each figure's measurements next to the paper's,
+with the device activity and cache counters that explain the differences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swift_dss.experiment import plots
+from swift_dss.experiment.paper import FIG7, FIG9
+from swift_dss.experiment.summary import FIG7_KEYS
+
+MIB = 1 << 20
+
+
+def _f(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def config_keys(summary: dict[str, Any]) -> list[str]:
+    return [k for k in summary if "@" in k and isinstance(summary[k], dict)]
+
+
+def pcts_of(summary: dict[str, Any]) -> list[str]:
+    seen: list[str] = []
+    for k in config_keys(summary):
+        pct = k.split("@", 1)[1]
+        if pct not in seen:
+            seen.append(pct)
+    return seen
+
+
+def fig7_table(summary: dict[str, Any]) -> list[str]:
+    lines = [
+        "| config | PUT MB/s (paper) | GET MB/s (paper) | GET TTFB ms (paper) | "
+        "PUT latency ms | failure rate | PUT req/s | GET req/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key in config_keys(summary):
+        e = summary[key]
+        p = e.get("paper") or {}
+
+        def both(metric: str, e: dict[str, Any] = e, p: dict[str, Any] = p) -> str:
+            ref = p.get(metric)
+            return f"{_f(e.get(metric))} ({_f(ref, 0) if ref is not None else '-'})"
+
+        lines.append(
+            f"| {key} | {both('put_mbps')} | {both('get_mbps')} | {both('get_ttfb_ms')} | "
+            f"{_f(e.get('put_latency_ms'))} | {100 * (e.get('failure_rate') or 0):.2f}% | "
+            f"{_f(e.get('put_ops_per_s'))} | {_f(e.get('get_ops_per_s'))} |"
+        )
+    return lines
+
+
+def headline_table(summary: dict[str, Any]) -> list[str]:
+    lines = ["| ratio | measured | paper | asked | met |", "|---|---:|---:|---:|---|"]
+    for h in summary.get("headlines", []):
+        met = {True: "yes", False: "**no**", None: "-"}[h["met"]]
+        lines.append(
+            f"| {h['what']} | {_f(h['measured'], 2)} | {_f(h['paper'], 2)} | "
+            f"{_f(h['target'], 2)} | {met} |"
+        )
+    return lines
+
+
+def devices_table(summary: dict[str, Any]) -> list[str]:
+    lines = [
+        "| config | phase | SSD ops | SSD MB | SSD busy s | HDD ops | HDD MB | HDD busy s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    seen = set()
+    for key in config_keys(summary):
+        e = summary[key]
+        if e["measured_as"] in seen:
+            continue
+        seen.add(e["measured_as"])
+        for phase, devs in (e.get("devices_by_phase") or {}).items():
+            if phase == "create":
+                continue
+            ssd, hdd = devs.get("ssd", {}), devs.get("hdd", {})
+            lines.append(
+                f"| {e['measured_as']} | {phase} | {_f(int(ssd.get('ops', 0)))} | "
+                f"{_f(ssd.get('bytes', 0) / 1e6, 0)} | {_f(ssd.get('busy_s'), 1)} | "
+                f"{_f(int(hdd.get('ops', 0)))} | {_f(hdd.get('bytes', 0) / 1e6, 0)} | "
+                f"{_f(hdd.get('busy_s'), 1)} |"
+            )
+    return lines
+
+
+def cache_table(summary: dict[str, Any]) -> list[str]:
+    lines = [
+        "| config | bypassed MB | evicted MB | written back MB | hits | misses |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key in config_keys(summary):
+        e = summary[key]
+        if e["mode"] not in ("lru", "dss"):
+            continue
+        classes = e.get("classes_end") or {}
+
+        def total(field: str, classes: dict[str, Any] = classes) -> float:
+            return sum(c.get(field, 0) for c in classes.values())
+
+        lines.append(
+            f"| {key} | {_f(total('bypassed_bytes') / 1e6, 0)} | "
+            f"{_f(total('evicted_bytes') / 1e6, 0)} | "
+            f"{_f(total('written_back_bytes') / 1e6, 0)} | {_f(int(total('hits')))} | "
+            f"{_f(int(total('misses')))} |"
+        )
+    return lines
+
+
+def content_table(summary: dict[str, Any], keys: list[str]) -> list[str]:
+    slices = sorted({s for k in keys for s in (summary[k].get("content_shares") or {})})
+    lines = ["| slice | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for s in slices:
+        cells = [f"{100 * (summary[k].get('content_shares') or {}).get(s, 0):.1f}%" for k in keys]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    totals = [_f(sum((summary[k].get("content_bytes") or {}).values()) / MIB, 0) for k in keys]
+    lines.append("| cached MiB | " + " | ".join(totals) + " |")
+    return lines
+
+
+def cost_table(summary: dict[str, Any], pct: str) -> list[str]:
+    lines = [
+        "| config | $/GB | PUT $/GB/IOPS (norm.) | paper | GET $/GB/IOPS (norm.) | paper |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for base in plots.BASES:
+        e = summary.get(f"{base}@{pct}")
+        if e is None:
+            continue
+        ref = FIG9.get(base if base in ("hdd", "ssd") else f"{base}@{pct}", {})
+        lines.append(
+            f"| {base}@{pct} | {e['price_per_gb']:.3f} | {_f(e.get('cost_norm_put'), 2)} | "
+            f"{_f(ref.get('put', (None,))[0], 1)} | {_f(e.get('cost_norm_get'), 2)} | "
+            f"{_f(ref.get('get', (None,))[0], 1)} |"
+        )
+    return lines
+
+
+def mix_table(setup: dict[str, Any]) -> list[str]:
+    run = setup["working_set"]["mix"]
+    table = setup["byte_mix_table_i"]
+    counts = setup["working_set"]["count_by_type"]
+    lines = ["| slice | objects | bytes in this run | Table I (expected) |", "|---|---:|---:|---:|"]
+    for k in sorted(table, key=lambda k: -table[k]):
+        lines.append(
+            f"| {k} | {counts.get(k, 0)} | {100 * run.get(k, 0):.1f}% | {100 * table[k]:.1f}% |"
+        )
+    return lines
+
+
+def write_report(out: Path, summary: dict[str, Any]) -> Path:
+    setup = summary["setup"]
+    pcts = pcts_of(summary)
+    keys = config_keys(summary)
+    if keys:
+        plots.fig7(summary, pcts, out / "fig7.png")
+        cached = [k for k in keys if summary[k]["mode"] in ("lru", "dss")]
+        if cached:
+            plots.fig8(summary, cached, out / "fig8.png")
+        plots.fig9(summary, pcts[-1], FIG9, out / "fig9.png")
+    sc, ws = setup["scale"], setup["working_set"]
+    loads = {
+        summary[k]["measured_as"]: (summary[k]["loadavg_before"][0], summary[k]["loadavg_after"][0])
+        for k in keys
+    }
+    md = [
+        "# Caching with semantic hints (paper section V.C, Figs. 7-9)",
+        "",
+        "Numbers in parentheses are the paper's, where its text states them (derived ones: "
+        "`summary.json` `paper` and swift_dss/experiment/paper.py say how). Every number "
+        "below is in `summary.json`; each run's own files are under `runs/<config>/`.",
+        "",
+        "## Setup",
+        "",
+        f"- Cluster: all-in-one Swift, {sc['devices']} devices (dss-tier mounts, SSD model "
+        f"intel710, HDD model st1000nm0011), {sc['replicas']} replicas, {sc['workers']} "
+        "workers per server; a fresh cluster per configuration.",
+        f"- Workload: Table I, object sizes x{sc['size_scale']:g}, request counts "
+        f"x{sc['count_scale']:g}: {ws['objects']} objects, {ws['bytes'] / MIB:,.0f} MiB PUT "
+        f"({setup['bytes_per_device'] / MIB:,.0f} MiB per device with replicas), "
+        f"{ws['gets']} GETs, concurrency {setup['workload']['concurrency']}.",
+        "- Cache per device: "
+        + ", ".join(f"{p} = {b / MIB:.0f} MiB" for p, b in setup["cache_bytes_per_device"].items()),
+        f"- Machine: {setup['machine']['cpus']} CPUs; load average (1 min) before / after "
+        "each run: " + ", ".join(f"{k} {a:.1f}/{b:.1f}" for k, (a, b) in loads.items()),
+        "",
+        "Byte mix of the scaled run against Table I's expectation:",
+        "",
+        *mix_table(setup),
+        "",
+        "## Fig. 7: bandwidth, latency, failures",
+        "",
+        "![Fig. 7](fig7.png)",
+        "",
+        *fig7_table(summary),
+        "",
+        "HDD only and SSD only have no cache: one run each, shown under every cache size.",
+        "",
+        "### The paper's headline ratios, measured in this run",
+        "",
+        *headline_table(summary),
+        "",
+        f"Failed requests in the DSS configurations (all phases): "
+        f"{json.dumps(summary.get('dss_failures_all_phases'))}.",
+        "",
+        "### Device activity per phase (all devices together)",
+        "",
+        *devices_table(summary),
+        "",
+        "### Cache counters at the end of each run",
+        "",
+        *cache_table(summary),
+        "",
+    ]
+    cached = [k for k in keys if summary[k]["mode"] in ("lru", "dss")]
+    if cached:
+        md += [
+            "## Fig. 8: cache content by object type (before DELETE)",
+            "",
+            "![Fig. 8](fig8.png)",
+            "",
+            *content_table(summary, cached),
+            "",
+        ]
+    md += [
+        f"## Fig. 9: cost efficiency ({pcts[-1] if pcts else '-'} cache)",
+        "",
+        "![Fig. 9](fig9.png)",
+        "",
+        "$/GB/IOPS = (price per GB of stored data: HDD 0.15, SSD 3.95, cache p: 0.15 + "
+        "p x 3.95) / measured requests per second of the phase, divided by HDD's.",
+        "",
+        *(cost_table(summary, pcts[-1]) if pcts else []),
+        "",
+    ]
+    if summary.get("missing"):
+        md += [f"Not measured (failed or not run): {', '.join(summary['missing'])}.", ""]
+    warnings = {k: summary[k].get("warnings") for k in keys if summary[k].get("warnings")}
+    if warnings:
+        md += ["Load generator warnings: " + json.dumps(warnings), ""]
+    path = out / "report.md"
+    path.write_text("\n".join(md))
+    return path
+
+
+__all__ = ["FIG7", "FIG7_KEYS", "write_report"]

@@ -1,0 +1,159 @@
+"""`dss experiment caching|traffic`: the paper's section V on the all-in-one cluster."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from swift_dss.experiment.scale import DEFAULT, Scale
+
+
+def scale_options(f: Any) -> Any:
+    for opt in reversed(
+        [
+            click.option(
+                "--scale",
+                "factor",
+                type=click.FloatRange(min=0, min_open=True),
+                default=1.0,
+                show_default=True,
+                help="multiply the request counts (more objects of the same sizes)",
+            ),
+            click.option("--size-scale", type=float, default=None, help="object size factor"),
+            click.option("--count-scale", type=float, default=None, help="request count factor"),
+            click.option("--concurrency", type=click.IntRange(1, 10_000), default=None),
+            click.option("--devices", type=click.IntRange(1, 64), default=None),
+            click.option("--replicas", type=click.IntRange(1, 8), default=None),
+            click.option("--workers", type=click.IntRange(0, 64), default=None),
+            click.option("--containers", type=click.IntRange(1, 10_000), default=None),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+def make_scale(base: Scale, factor: float, **overrides: Any) -> Scale:
+    scale = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+    return scale.times(factor)
+
+
+@click.group(help="The paper's evaluation on the all-in-one cluster (docs/experiments.md).")
+def experiment() -> None:
+    pass
+
+
+@experiment.command(help="HDD, SSD, LRU and DSS at 5% and 10% cache: Figs. 7-9.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/caching"))
+@scale_options
+@click.option("--cache-pcts", default="5,10", show_default=True, help="cache sizes, % of WS")
+@click.option("--only", default=None, help="configurations to run, e.g. dss,lru@10%")
+@click.option("--force", is_flag=True, help="rerun configurations that completed before")
+@click.option("--report-only", is_flag=True, help="rebuild summary and report, run nothing")
+def caching(
+    out: Path,
+    factor: float,
+    size_scale: float | None,
+    count_scale: float | None,
+    concurrency: int | None,
+    devices: int | None,
+    replicas: int | None,
+    workers: int | None,
+    containers: int | None,
+    cache_pcts: str,
+    only: str | None,
+    force: bool,
+    report_only: bool,
+) -> None:
+    from rich.console import Console
+
+    from swift_dss.experiment.caching import caching as run_caching
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.tables import print_caching
+
+    scale = make_scale(
+        DEFAULT,
+        factor,
+        size_scale=size_scale,
+        count_scale=count_scale,
+        concurrency=concurrency,
+        devices=devices,
+        replicas=replicas,
+        workers=workers,
+        containers=containers,
+    )
+    try:
+        pcts = tuple(float(p) for p in cache_pcts.split(","))
+    except ValueError as err:
+        raise click.BadParameter(f"{cache_pcts!r}: expected numbers such as 5,10") from err
+    console = Console(stderr=True)
+    try:
+        summary = run_caching(
+            out,
+            scale,
+            pcts,
+            only=only.split(",") if only else None,
+            force=force,
+            console=console,
+            run_nothing=report_only,
+        )
+    except ExperimentError as err:
+        raise click.ClickException(str(err)) from err
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted; completed configurations are kept") from None
+    print_caching(summary, Console())
+    click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
+
+
+@experiment.command(help="Four streams, one more sent to the SSD each run: Figs. 10-11.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/traffic"))
+@scale_options
+@click.option("--duration", type=float, default=None, help="seconds of PUT and of GET per run")
+@click.option("--clients", type=click.IntRange(1, 1000), default=None, help="per stream")
+@click.option("--force", is_flag=True, help="rerun runs that completed before")
+@click.option("--report-only", is_flag=True, help="rebuild summary and report, run nothing")
+def traffic(
+    out: Path,
+    factor: float,
+    size_scale: float | None,
+    count_scale: float | None,
+    concurrency: int | None,
+    devices: int | None,
+    replicas: int | None,
+    workers: int | None,
+    containers: int | None,
+    duration: float | None,
+    clients: int | None,
+    force: bool,
+    report_only: bool,
+) -> None:
+    from rich.console import Console
+
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.tables import print_traffic
+    from swift_dss.experiment.traffic import TrafficOptions
+    from swift_dss.experiment.traffic import traffic as run_traffic
+
+    del count_scale, concurrency  # the streams are bounded by time and clients instead
+    scale = make_scale(DEFAULT, 1.0, size_scale=size_scale, devices=devices, replicas=replicas)
+    scale = replace(scale, workers=workers or scale.workers)
+    opts = TrafficOptions()
+    opts = replace(
+        opts,
+        duration=(duration or opts.duration) * factor,
+        clients=clients or opts.clients,
+        containers=containers or opts.containers,
+    )
+    console = Console(stderr=True)
+    try:
+        summary = run_traffic(
+            out, scale, opts, force=force, console=console, run_nothing=report_only
+        )
+    except ExperimentError as err:
+        raise click.ClickException(str(err)) from err
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted; completed runs are kept") from None
+    print_traffic(summary, Console())
+    click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")

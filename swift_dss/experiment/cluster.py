@@ -1,0 +1,150 @@
+"""A fresh all-in-one cluster per configuration, always taken down again, and the tier's
+documents (stats, cache content) read from its mounts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, find_tier_binary
+
+#: The paper's devices (section V.A): Intel 710 SSD, Seagate Constellation ST1000NM0011.
+SSD_MODEL = "intel710"
+HDD_MODEL = "st1000nm0011"
+TIER_FIELDS = ("tier_cache_size", "tier_policy", "tier_ssd_model", "tier_hdd_model")
+
+
+class ExperimentError(RuntimeError):
+    """A failure with a one-line explanation."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    mode: str
+    policy: str
+    cache_size: str  # per device, e.g. "31MiB"
+    devices: int
+    replicas: int
+    workers: int
+    devices_size: str  # tmpfs holding every device's SSD and HDD directories
+    ssd_model: str = SSD_MODEL
+    hdd_model: str = HDD_MODEL
+
+
+def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
+    missing = [f for f in TIER_FIELDS if f not in SaioConfig.__dataclass_fields__]
+    if missing:
+        raise ExperimentError(
+            f"this deploy/saio.py has no {', '.join(missing)}: the all-in-one cluster "
+            "cannot set the tier's cache size, policy and device models yet"
+        )
+    settings: dict[str, Any] = {
+        "tier_cache_size": spec.cache_size,
+        "tier_policy": spec.policy,
+        "tier_ssd_model": spec.ssd_model,
+        "tier_hdd_model": spec.hdd_model,
+    }
+    return SaioConfig(
+        dir=directory,
+        port=0,
+        tier_mode=spec.mode,
+        devices=spec.devices,
+        replicas=spec.replicas,
+        workers=spec.workers,
+        devices_size=spec.devices_size,
+        **settings,
+    )
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so that every `finally` takes its cluster down."""
+
+    def handler(_sig: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def clear_leftovers(directory: Path) -> None:
+    """Take down a cluster a killed earlier run left in DIRECTORY."""
+    if (directory / "saio.json").exists():
+        with contextlib.suppress(SaioError):
+            Saio.load(directory).down()
+
+
+@contextlib.contextmanager
+def running(directory: Path, spec: ClusterSpec) -> Iterator[Saio]:
+    clear_leftovers(directory)
+    saio = Saio(saio_config(directory, spec))
+    with sigterm_as_interrupt():
+        saio.up()  # stops whatever it started if it fails
+        try:
+            yield saio
+        finally:
+            saio.down(timeout=60)
+
+
+def mountpoints(saio: Saio) -> dict[str, Path]:
+    devices = saio.dir / "devices"
+    return {p.name: p for p in sorted(devices.iterdir()) if p.is_dir()}
+
+
+def _tier_json(command: str, mountpoint: Path) -> dict[str, Any]:
+    tier = find_tier_binary()
+    if tier is None:
+        raise ExperimentError("dss-tier is not installed (make setup builds it)")
+    proc = subprocess.run(
+        [tier, command, "--json", str(mountpoint)], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise ExperimentError(f"dss-tier {command} {mountpoint}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def tier_stats(saio: Saio) -> dict[str, dict[str, Any]]:
+    stats = getattr(saio, "tier_stats", None)
+    if callable(stats):
+        return stats()
+    return {name: _tier_json("stats", mp) for name, mp in mountpoints(saio).items()}
+
+
+def tier_dump(saio: Saio) -> dict[str, dict[str, Any]]:
+    """`dss-tier dump --json` of every device, without the extents (only totals are used)."""
+    out = {}
+    for name, mp in mountpoints(saio).items():
+        doc = _tier_json("dump", mp)
+        doc.pop("extents", None)
+        out[name] = doc
+    return out
+
+
+class PhaseHook:
+    """Passed to the load generator's `work` as its barrier: `work` waits on it before each
+    phase, which with one process needs no synchronising and is exactly where the tier is
+    read. An optional real barrier still synchronises concurrent streams."""
+
+    def __init__(self, on_phase: Callable[[int], None], barrier: Any = None) -> None:
+        self.on_phase = on_phase
+        self.barrier = barrier
+        self.index = 0
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self.barrier is not None:
+            self.barrier.wait(timeout)
+        self.on_phase(self.index)
+        self.index += 1
+
+    def abort(self) -> None:
+        if self.barrier is not None:
+            self.barrier.abort()

@@ -1,0 +1,60 @@
+"""Tiered-mode policies for the traffic study, written from policies/reference.toml with
+only the `tier` of the stream classes changed, so that everything else (metadata on the
+SSD, the classification rules) is the reference policy's."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib.resources import files
+from typing import Any
+
+
+def reference() -> dict[str, Any]:
+    return tomllib.loads(files("swift_dss.policies").joinpath("reference.toml").read_text())
+
+
+def tiered(name: str, placement: dict[int, str]) -> dict[str, Any]:
+    """The reference policy in tiered mode, with PLACEMENT (class -> "ssd"|"hdd") applied to
+    the [[classes]] entries of single classes."""
+    data = reference()
+    data["name"] = name
+    data["mode"] = "tiered"
+    for entry in data["classes"]:
+        ids = entry["ids"]
+        if isinstance(ids, int) and ids in placement:
+            entry["tier"] = placement[ids]
+    missing = set(placement) - {e["ids"] for e in data["classes"] if isinstance(e["ids"], int)}
+    if missing:
+        raise ValueError(f"classes {sorted(missing)} have no entry of their own in the policy")
+    return data
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"no TOML form for {v!r}")
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """TOML for the policy format's shapes: scalars, one array of tables, plain tables."""
+    lines = [f"{k} = {_value(v)}" for k, v in data.items() if not isinstance(v, dict | list)]
+    lines += [f"{k} = {_value(v)}" for k, v in data.items() if isinstance(v, list) and not v]
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            for table in value:
+                lines += ["", f"[[{key}]]", *(f"{k} = {_value(v)}" for k, v in table.items())]
+        elif isinstance(value, list) and value:
+            lines.append(f"{key} = {_value(value)}")
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines += ["", f"[{key}]", *(f"{k} = {_value(v)}" for k, v in value.items())]
+    return "\n".join(lines) + "\n"

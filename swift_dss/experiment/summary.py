@@ -1,0 +1,101 @@
+"""One configuration's figures, taken from the load generator's rows.
+
+Bandwidth and latency are those of the phase x op rows (every type together). Latency is
+the mean over successful requests; for GET the paper's figure is time to first byte.
+The failure rate counts every request without a 2xx, as the paper's Fig. 7(c) does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FIG7_KEYS = ("put_mbps", "get_mbps", "get_ttfb_ms", "put_latency_ms", "failure_rate")
+
+
+def phase_row(rows: list[dict[str, Any]], op: str) -> dict[str, Any]:
+    for row in rows:
+        if row["type"] is None and row["op"] == op and row["phase"] == op:
+            return row
+    for row in rows:  # a workload whose phases have other names
+        if row["type"] is None and row["op"] == op:
+            return row
+    return {}
+
+
+def _r(value: Any, digits: int = 3) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    put, get, delete = phase_row(rows, "put"), phase_row(rows, "get"), phase_row(rows, "delete")
+    ops = sum(r.get("ops", 0) for r in (put, get))
+    failures = sum(r.get("failures", 0) for r in (put, get))
+    every = [r for r in rows if r["type"] is None]
+    out: dict[str, Any] = {
+        "put_mbps": _r(put.get("mbps")),
+        "get_mbps": _r(get.get("mbps")),
+        "get_ttfb_ms": _r(get.get("ttfb_mean_ms")),
+        "put_latency_ms": _r(put.get("lat_mean_ms")),
+        "get_latency_ms": _r(get.get("lat_mean_ms")),
+        "put_p99_ms": _r(put.get("lat_p99_ms")),
+        "get_ttfb_p99_ms": _r(get.get("ttfb_p99_ms")),
+        "put_ops_per_s": _r(put.get("ops_per_s")),
+        "get_ops_per_s": _r(get.get("ops_per_s")),
+        "delete_ops_per_s": _r(delete.get("ops_per_s")),
+        "put_failures": put.get("failures", 0),
+        "get_failures": get.get("failures", 0),
+        "failure_rate": round(failures / ops, 5) if ops else 0.0,
+        "failures_all_phases": sum(r.get("failures", 0) for r in every),
+        "requests_all_phases": sum(r.get("ops", 0) for r in every),
+        "codes": _codes(every),
+    }
+    out["by_type"] = _by_type(rows)
+    return out
+
+
+def _codes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    codes: dict[str, int] = {}
+    for r in rows:
+        for code, n in (r.get("codes") or {}).items():
+            codes[code] = codes.get(code, 0) + n
+    return codes
+
+
+def _by_type(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per op and object type (classes merged): MB/s and mean latency / TTFB."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["type"] is None or r["op"] not in ("put", "get"):
+            continue
+        cell = out.setdefault(f"{r['op']} {r['type']}", {"ops": 0, "failures": 0, "bytes": 0})
+        cell["ops"] += r.get("ops", 0)
+        cell["failures"] += r.get("failures", 0)
+        cell["bytes"] += r.get("bytes", 0) or 0
+        cell.setdefault("rows", []).append(
+            {
+                "class": r["class"],
+                "mbps": _r(r.get("mbps")),
+                "lat_mean_ms": _r(r.get("lat_mean_ms")),
+                "ttfb_mean_ms": _r(r.get("ttfb_mean_ms")),
+            }
+        )
+    return out
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def mbps_excluding(entry: dict[str, Any], op: str, otype: str) -> float | None:
+    """OP's bandwidth without the objects of type OTYPE: in a scaled run one VMDK object can
+    carry most of the bytes, and whether it alone succeeded decides the total."""
+    durations = [p["duration_s"] for p in entry.get("phases", []) if p.get("op") == op]
+    if not durations or not durations[0]:
+        return None
+    cells = entry.get("by_type") or {}
+    nbytes = sum(
+        c.get("bytes", 0)
+        for k, c in cells.items()
+        if k.startswith(f"{op} ") and k != f"{op} {otype}"
+    )
+    return round(nbytes / 1e6 / durations[0], 3)

@@ -1,0 +1,316 @@
+"""`dss experiment traffic`: the paper's I/O traffic control study (Figs. 10-11).
+
+Four concurrent streams (Files, Pictures, Music, Video), each with its own clients, its
+own containers and its own class (USER1-USER4, 25-28, whatever the object size). Five
+runs on a fresh cluster in the tier's non-caching `tiered` mode: all four streams on the
+HDD, then Files on the SSD, then Files and Pictures, and so on. Each stream PUTs for a
+fixed time and then GETs for a fixed time, all four starting each phase together, so the
+per-stream bandwidths of one run add up to the aggregate.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+import traceback
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from swift_dss.experiment import content as content_mod
+from swift_dss.experiment import plots, policy_file
+from swift_dss.experiment.cluster import ClusterSpec, running, tier_stats
+from swift_dss.experiment.scale import Scale, paper_workload, split_containers
+from swift_dss.experiment.summary import phase_row
+from swift_dss.loadgen import report as lg_report
+from swift_dss.loadgen import runner
+from swift_dss.loadgen.protocols import Credentials, connect, from_json
+from swift_dss.loadgen.stats import Recorder
+from swift_dss.loadgen.workload import Phase, Workload
+
+#: Stream name -> the workload type it draws from.
+STREAMS = {"Files": "Files", "Pictures": "Picture", "Music": "Music", "Video": "Video"}
+#: (run name, streams whose class is placed on the SSD), as in the paper's Fig. 10.
+RUNS = [
+    ("none", ()),
+    ("+Files", ("Files",)),
+    ("+Pictures", ("Files", "Pictures")),
+    ("+Music", ("Files", "Pictures", "Music")),
+    ("+Video", ("Files", "Pictures", "Music", "Video")),
+]
+CDF_PERCENTILES = [*range(1, 100), 99.5, 99.9, 100]
+
+
+@dataclass(frozen=True)
+class TrafficOptions:
+    duration: float = 30.0  # seconds of PUT, then as many of GET
+    clients: int = 25  # per stream, as in the paper
+    containers: int = 25  # per stream
+    cache_size: str = "4GiB"  # the SSD's capacity per device: holds every pinned class
+    devices_size: str = "24g"  # tmpfs limit for all backing directories (only used pages)
+
+
+def stream_workload(base: Workload, stream: str, opts: TrafficOptions, seed: int) -> Workload:
+    """The paper workload reduced to one object type, its class kept for every size."""
+    otype = next(t for t in base.types if t.name == STREAMS[stream])
+    phases = (
+        Phase("create", (("create_containers", 1.0),)),
+        Phase("put", (("put", 1.0),), duration=opts.duration),
+        Phase("get", (("get", 1.0),), duration=opts.duration),
+        Phase("delete", (("delete", 1.0),)),
+    )
+    return replace(
+        base,
+        name=f"traffic-{stream.lower()}",
+        types=(otype,),
+        phases=phases,
+        containers=opts.containers,
+        concurrency=opts.clients,
+        processes=1,
+        seed=base.seed + seed,
+        container_prefix=f"traffic-{stream.lower()}",
+        large_above=None,
+        large_class=None,
+    )
+
+
+def placement(on_ssd: tuple[str, ...], base: Workload) -> dict[int, str]:
+    classes = {t.name: t.cls for t in base.types}
+    out = {}
+    for stream, tname in STREAMS.items():
+        cls = classes[tname]
+        if cls is not None:
+            out[cls] = "ssd" if stream in on_ssd else "hdd"
+    return out
+
+
+def _stream_child(args: tuple[Any, ...]) -> None:
+    k, workload, proto_json, t0, barrier, shared, queue = args
+
+    def tick(index: int, _phase: str, done: int, failed: int, nbytes: int, sec: float) -> None:
+        shared[k * 5 : k * 5 + 5] = [index, done, failed, nbytes, sec]
+
+    try:
+        proto = from_json(proto_json)
+        setup, measured = split_containers(workload)
+        # One client per stream creates the containers: see split_containers.
+        setup_out = runner.work(replace(setup, concurrency=1), proto, t0)
+        out = runner.work(measured, proto, t0, barrier=barrier, tick=tick)
+        out["setup"] = setup_out
+        queue.put((k, out, None))
+    except BaseException as err:
+        barrier.abort()
+        queue.put((k, None, f"{type(err).__name__}: {err}"))
+
+
+def run_streams(workloads: list[Workload], endpoint: str, console: Console) -> list[dict[str, Any]]:
+    """The streams in processes of their own, each phase started by all together."""
+    proto = connect(endpoint, "swift", Credentials())
+    ctx = mp.get_context("spawn")
+    n = len(workloads)
+    barrier = ctx.Barrier(n)
+    shared = ctx.Array("d", 5 * n, lock=False)
+    queue = ctx.Queue()
+    t0 = time.time()
+    procs = [
+        ctx.Process(
+            target=_stream_child,
+            args=((k, w, proto.to_json(), t0, barrier, shared, queue),),
+            daemon=True,
+        )
+        for k, w in enumerate(workloads)
+    ]
+    for p in procs:
+        p.start()
+    outs: dict[int, dict[str, Any]] = {}
+    errors: list[str] = []
+    last = 0.0
+    try:
+        while len(outs) + len(errors) < n:
+            try:
+                k, out, err = queue.get(timeout=0.5)
+                if err:
+                    errors.append(f"stream {workloads[k].name}: {err}")
+                else:
+                    outs[k] = out
+            except Exception:  # queue.Empty
+                if all(p.exitcode is not None for p in procs):
+                    errors.append("stream processes exited without a result")
+            if time.time() - last > 10:
+                last = time.time()
+                parts = []
+                for k, w in enumerate(workloads):
+                    index, done, failed = (int(shared[5 * k + j]) for j in range(3))
+                    phase = w.phases[1:][index].name
+                    parts.append(f"{w.name[8:]} {phase} {done} ({failed} failed)")
+                console.print(f"  {time.time() - t0:5.0f} s  " + ", ".join(parts))
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    return [outs[k] for k in range(n)]
+
+
+def cdf(recorder: Recorder, phase: str, op: str) -> list[list[float]]:
+    """[percentile, latency ms] of the successful requests of PHASE x OP."""
+    for key, cell in recorder.grouped(2).items():
+        if key == (phase, op) and cell.lat.get_total_count():
+            return [
+                [p, round(cell.lat.get_value_at_percentile(p) / 1000, 3)] for p in CDF_PERCENTILES
+            ]
+    return []
+
+
+def under(recorder: Recorder, phase: str, op: str, ms: float) -> float | None:
+    for key, cell in recorder.grouped(2).items():
+        if key == (phase, op) and cell.lat.get_total_count():
+            xs, ys = lg_report.cdf_points(cell)
+            below = [y for x, y in zip(xs, ys, strict=True) if x <= ms]
+            return round(below[-1], 4) if below else 0.0
+    return None
+
+
+def stream_entry(workload: Workload, out: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    setup, workload = split_containers(workload)
+    setup_rows = runner.summarize(setup, [out.pop("setup")]).recorder.rows()
+    result = runner.summarize(workload, [out])
+    doc = runner.document(workload, "", "swift", result, time.time())
+    lg_report.write_run(run_dir / workload.name, doc, result.recorder, plots=False)
+    rows = doc["rows"]
+    put, get = phase_row(rows, "put"), phase_row(rows, "get")
+    rec = result.recorder
+    every = [r for r in setup_rows + rows if r["type"] is None]
+    return {
+        "put_mbps": put.get("mbps"),
+        "get_mbps": get.get("mbps"),
+        "put_ops": put.get("ops"),
+        "get_ops": get.get("ops"),
+        "put_latency_ms": put.get("lat_mean_ms"),
+        "get_latency_ms": get.get("lat_mean_ms"),
+        "get_ttfb_ms": get.get("ttfb_mean_ms"),
+        "put_p99_ms": put.get("lat_p99_ms"),
+        "put_duration_s": put.get("duration_s"),
+        "get_duration_s": get.get("duration_s"),
+        "put_under_100ms": under(rec, "put", "put", 100),
+        "get_under_100ms": under(rec, "get", "get", 100),
+        "put_cdf": cdf(rec, "put", "put"),
+        "get_cdf": cdf(rec, "get", "get"),
+        "failures_all_phases": sum(r.get("failures", 0) for r in every),
+        "requests_all_phases": sum(r.get("ops", 0) for r in every),
+    }
+
+
+def run_one(
+    name: str,
+    on_ssd: tuple[str, ...],
+    scale: Scale,
+    opts: TrafficOptions,
+    run_dir: Path,
+    console: Console,
+) -> dict[str, Any]:
+    base = paper_workload(scale)
+    workloads = [stream_workload(base, s, opts, k) for k, s in enumerate(STREAMS)]
+    policy = policy_file.tiered(f"traffic {name}", placement(on_ssd, base))
+    policy_path = run_dir / "policy.toml"
+    policy_path.write_text(policy_file.dumps(policy))
+    spec = ClusterSpec(
+        mode="tiered",
+        policy=str(policy_path.absolute()),
+        cache_size=opts.cache_size,
+        devices=scale.devices,
+        replicas=scale.replicas,
+        workers=scale.workers,
+        devices_size=opts.devices_size,
+    )
+    load_before = os.getloadavg()
+    started = time.time()
+    with running(run_dir / "cluster", spec) as saio:
+        before = tier_stats(saio)
+        outs = run_streams(workloads, saio.proxy_url, console)
+        after = tier_stats(saio)
+    streams = {
+        s: stream_entry(w, o, run_dir) for s, w, o in zip(STREAMS, workloads, outs, strict=True)
+    }
+    devices = content_mod.delta(content_mod.device_totals(after), content_mod.device_totals(before))
+    entry = {
+        "name": name,
+        "on_ssd": list(on_ssd),
+        "placement": placement(on_ssd, base),
+        "cluster": asdict(spec),
+        "streams": streams,
+        "put_mbps": round(sum(s["put_mbps"] or 0 for s in streams.values()), 3),
+        "get_mbps": round(sum(s["get_mbps"] or 0 for s in streams.values()), 3),
+        "failures_all_phases": sum(s["failures_all_phases"] for s in streams.values()),
+        "devices": devices,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "wall_s": round(time.time() - started, 1),
+    }
+    (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
+    return entry
+
+
+def slug(name: str) -> str:
+    return name.lstrip("+").lower()
+
+
+def traffic(
+    out: Path,
+    scale: Scale,
+    opts: TrafficOptions,
+    force: bool = False,
+    console: Console | None = None,
+    run_nothing: bool = False,
+) -> dict[str, Any]:
+    console = console or Console(stderr=True)
+    out.mkdir(parents=True, exist_ok=True)
+    runs: list[dict[str, Any]] = []
+    for n, (name, on_ssd) in enumerate(RUNS, 1):
+        run_dir = out / "runs" / slug(name)
+        done = run_dir / "entry.json"
+        if done.exists() and (run_nothing or not force):
+            runs.append(json.loads(done.read_text()))
+            if not run_nothing:
+                console.print(f"[{n}/{len(RUNS)}] {name}: done before, kept ({done})")
+            continue
+        if run_nothing:
+            continue
+        done.unlink(missing_ok=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        console.rule(f"[{n}/{len(RUNS)}] {name}  (load {os.getloadavg()[0]:.2f})")
+        try:
+            entry = run_one(name, on_ssd, scale, opts, run_dir, console)
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:
+            (run_dir / "error.txt").write_text(traceback.format_exc())
+            console.print(f"[red]{name} failed: {err}[/red] (see {run_dir / 'error.txt'})")
+            continue
+        (run_dir / "error.txt").unlink(missing_ok=True)
+        runs.append(entry)
+        console.print(
+            f"{name}: PUT {entry['put_mbps']:.1f} MB/s, GET {entry['get_mbps']:.1f} MB/s, "
+            f"{entry['failures_all_phases']} failed requests"
+        )
+    summary = {
+        "experiment": "traffic",
+        "streams": list(STREAMS),
+        "runs": runs,
+        "setup": {"scale": scale.to_json(), "options": asdict(opts)},
+        "missing": [name for name, _ in RUNS if name not in {r["name"] for r in runs}],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    from swift_dss.experiment.traffic_report import write_report
+
+    write_report(out, summary)
+    return summary
+
+
+__all__ = ["RUNS", "STREAMS", "TrafficOptions", "plots", "traffic"]

@@ -1,0 +1,127 @@
+"""report.md of the traffic-control experiment (Figs. 10-11)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swift_dss.experiment import plots
+from swift_dss.experiment.paper import FIG10_TREND, FIG11_FILES_UNDER_100MS
+
+
+def _f(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def bandwidth_table(summary: dict[str, Any], op: str) -> list[str]:
+    streams = summary["streams"]
+    lines = [
+        f"| run | on the SSD | {' | '.join(streams)} | aggregate {op.upper()} MB/s |",
+        "|---|---|" + "---:|" * (len(streams) + 1),
+    ]
+    for run in summary["runs"]:
+        cells = [_f((run["streams"].get(s) or {}).get(f"{op}_mbps")) for s in streams]
+        lines.append(
+            f"| {run['name']} | {', '.join(run['on_ssd']) or '-'} | {' | '.join(cells)} | "
+            f"{_f(run.get(f'{op}_mbps'))} |"
+        )
+    return lines
+
+
+def latency_table(summary: dict[str, Any], op: str) -> list[str]:
+    streams = summary["streams"]
+    lines = [
+        f"| run | {' | '.join(f'{s} mean / <100 ms' for s in streams)} |",
+        "|---|" + "---:|" * len(streams),
+    ]
+    for run in summary["runs"]:
+        cells = []
+        for s in streams:
+            e = run["streams"].get(s) or {}
+            frac = e.get(f"{op}_under_100ms")
+            cells.append(
+                f"{_f(e.get(f'{op}_latency_ms'), 0)} ms / "
+                + ("-" if frac is None else f"{100 * frac:.0f}%")
+            )
+        lines.append(f"| {run['name']} | {' | '.join(cells)} |")
+    return lines
+
+
+def devices_table(summary: dict[str, Any]) -> list[str]:
+    lines = [
+        "| run | SSD MB | SSD busy s | HDD MB | HDD busy s | failed requests | load before/after |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for run in summary["runs"]:
+        ssd, hdd = run["devices"].get("ssd", {}), run["devices"].get("hdd", {})
+        lines.append(
+            f"| {run['name']} | {_f(ssd.get('bytes', 0) / 1e6, 0)} | {_f(ssd.get('busy_s'))} | "
+            f"{_f(hdd.get('bytes', 0) / 1e6, 0)} | {_f(hdd.get('busy_s'))} | "
+            f"{run['failures_all_phases']} | {run['loadavg_before'][0]:.1f} / "
+            f"{run['loadavg_after'][0]:.1f} |"
+        )
+    return lines
+
+
+def write_report(out: Path, summary: dict[str, Any]) -> Path:
+    runs, streams = summary["runs"], summary["streams"]
+    if runs:
+        for op in ("put", "get"):
+            plots.fig10(runs, streams, op, out / f"fig10_{op}.png")
+            plots.fig11(runs, streams, op, out / f"fig11_{op}.png")
+    setup = summary["setup"]
+    opts, sc = setup["options"], setup["scale"]
+    md = [
+        "# I/O traffic control (paper section V.D, Figs. 10-11)",
+        "",
+        f"Four concurrent streams of {opts['clients']} clients each, one object type per "
+        f"stream and one class per stream (25-28, whatever the size); {opts['duration']:g} s "
+        f"of PUT, then {opts['duration']:g} s of GET, each phase started by all streams "
+        f"together. Tier mode `tiered` (no caching): each stream's class is pinned on the SSD "
+        f"or placed on the HDD by the run's policy (`runs/<run>/policy.toml`); metadata "
+        f"classes stay on the SSD in every run. Object sizes x{sc['size_scale']:g}; "
+        f"{sc['devices']} devices, {sc['replicas']} replicas, {sc['workers']} workers per "
+        "server. Every number is in `summary.json`.",
+        "",
+        "## Fig. 10: bandwidth per stream and aggregate",
+        "",
+        f"The paper: {FIG10_TREND}.",
+        "",
+        "![Fig. 10 PUT](fig10_put.png) ![Fig. 10 GET](fig10_get.png)",
+        "",
+        "PUT (MB/s):",
+        "",
+        *bandwidth_table(summary, "put"),
+        "",
+        "GET (MB/s):",
+        "",
+        *bandwidth_table(summary, "get"),
+        "",
+        "## Fig. 11: latency per stream",
+        "",
+        f"The paper: Files requests under 100 ms: {json.dumps(FIG11_FILES_UNDER_100MS)} "
+        "(before and after Files moved to the SSD).",
+        "",
+        "![Fig. 11 PUT](fig11_put.png)",
+        "",
+        "![Fig. 11 GET](fig11_get.png)",
+        "",
+        "PUT latency, mean and share of requests under 100 ms:",
+        "",
+        *latency_table(summary, "put"),
+        "",
+        "GET latency:",
+        "",
+        *latency_table(summary, "get"),
+        "",
+        "## Devices and machine",
+        "",
+        *devices_table(summary),
+        "",
+    ]
+    if summary.get("missing"):
+        md += [f"Not measured (failed or not run): {', '.join(summary['missing'])}.", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(md))
+    return path

@@ -1,0 +1,250 @@
+"""The experiment package on recorded data: scaling, cost model, summary, report, policies."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from swift_dss.experiment import caching, content, cost, policy_file, scale, summary, traffic
+from swift_dss.experiment.caching_report import write_report
+from swift_dss.experiment.cli import make_scale
+from swift_dss.experiment.cluster import PhaseHook
+from swift_dss.experiment.traffic_report import write_report as write_traffic_report
+
+TINY = scale.Scale(size_scale=0.01, count_scale=0.01, concurrency=4, devices=2, replicas=2)
+
+
+def test_working_set_is_the_plans_puts_and_deterministic() -> None:
+    w = scale.paper_workload(TINY)
+    a, b = scale.working_set(w), scale.working_set(w)
+    assert a == b
+    assert a.objects == round(26000 * TINY.count_scale)
+    assert a.bytes == sum(a.by_type.values())
+    assert a.gets == round(100000 * TINY.count_scale)
+    assert a.per_device(2, 2) == a.bytes
+
+
+def test_default_scale_keeps_most_bytes_in_few_large_objects() -> None:
+    w = scale.paper_workload(scale.DEFAULT)
+    ws = scale.working_set(w)
+    mix = ws.mix()
+    assert mix[scale.LARGE] > 0.5
+    assert ws.count_by_type[scale.LARGE] < 0.05 * ws.objects
+    expected = scale.table_mix(w)
+    assert expected[scale.LARGE] > 0.5
+    assert abs(sum(expected.values()) - 1) < 1e-9
+
+
+def test_scale_factor_multiplies_counts_not_sizes() -> None:
+    s = make_scale(scale.DEFAULT, 4.0, workers=3)
+    assert s.count_scale == pytest.approx(scale.DEFAULT.count_scale * 4)
+    assert s.size_scale == scale.DEFAULT.size_scale
+    assert s.workers == 3
+
+
+def test_cache_sizes_are_percent_of_bytes_per_device() -> None:
+    ws = scale.WorkingSet(10, 400 * scale.MIB, {}, {}, 0)
+    s = scale.Scale(devices=4, replicas=3)
+    assert scale.cache_bytes(ws, s, 10) == 30 * scale.MIB
+    assert scale.cache_bytes(ws, s, 5) == 15 * scale.MIB
+    assert scale.size_arg(30 * scale.MIB) == "30MiB"
+
+
+def test_configurations_and_cluster_specs() -> None:
+    configs = caching.configurations((5.0, 10.0))
+    assert [c.key for c in configs] == ["dss@10%", "lru@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
+    assert configs[0].slug == "dss-10"
+    ws = scale.WorkingSet(10, 400 * scale.MIB, {}, {}, 0)
+    s = scale.Scale(devices=4, replicas=3)
+    specs = {c.key: caching.cluster_spec(c, ws, s) for c in configs}
+    assert specs["dss@10%"].cache_size == "30MiB"
+    assert specs["lru@5%"].policy == "lru"
+    ssd = int(specs["ssd"].cache_size.removesuffix("MiB"))
+    assert ssd * scale.MIB > ws.per_device(3, 4)  # SSD only holds everything
+
+
+def test_cost_model_matches_the_papers_prices() -> None:
+    assert cost.price_per_gb("hdd", None) == 0.15
+    assert cost.price_per_gb("ssd", None) == 3.95
+    assert cost.price_per_gb("dss", 0.10) == pytest.approx(0.15 + 0.395)
+    entries = {
+        "hdd@10%": {"cost_get": cost.dollars_per_gb_per_iops(0.15, 100)},
+        "ssd@10%": {"cost_get": cost.dollars_per_gb_per_iops(3.95, 200)},
+    }
+    cost.normalised(entries, "hdd@10%", ("get",))
+    assert entries["hdd@10%"]["cost_norm_get"] == 1.0
+    assert entries["ssd@10%"]["cost_norm_get"] == pytest.approx(3.95 / 0.15 / 2, rel=1e-3)
+    assert cost.dollars_per_gb_per_iops(1.0, 0) is None
+
+
+def row(phase: str, op: str, **kw: object) -> dict:
+    base = {
+        "phase": phase,
+        "op": op,
+        "type": None,
+        "class": None,
+        "ops": 100,
+        "failures": 0,
+        "mbps": 10.0,
+        "ops_per_s": 50.0,
+        "lat_mean_ms": 20.0,
+        "lat_p99_ms": 80.0,
+        "ttfb_mean_ms": 5.0,
+        "ttfb_p99_ms": 9.0,
+        "bytes": 1000,
+        "codes": {"201": 100},
+    }
+    return {**base, **kw}
+
+
+def recorded_rows(put_mbps: float, get_mbps: float, failures: int = 0) -> list[dict]:
+    return [
+        row("create", "create_container", mbps=0.0),
+        row("put", "put", mbps=put_mbps, failures=failures, codes={"201": 100 - failures}),
+        row("put", "put", type="Files", **{"class": 25}),
+        row("get", "get", mbps=get_mbps, ops=400, ttfb_mean_ms=30.0),
+        row("delete", "delete", mbps=0.0),
+    ]
+
+
+def test_figures_from_rows() -> None:
+    f = summary.figures(recorded_rows(12.0, 40.0, failures=5))
+    assert f["put_mbps"] == 12.0 and f["get_mbps"] == 40.0
+    assert f["get_ttfb_ms"] == 30.0 and f["put_latency_ms"] == 20.0
+    assert f["failure_rate"] == pytest.approx(5 / 500)
+    assert "put Files" in f["by_type"]
+
+
+def test_content_by_object_type() -> None:
+    w = scale.paper_workload(TINY)
+    dumps = {
+        "d1": {"classes": {"25": {"cached_bytes": 100}, "31": {"cached_bytes": 300}}},
+        "d2": {"classes": {"2": {"cached_bytes": 50}, "5": {"cached_bytes": 50}}},
+    }
+    got = content.by_type(dumps, w)
+    assert got == {"Files": 100, scale.LARGE: 300, content.METADATA: 50, content.DATABASES: 50}
+    assert content.shares(got)[scale.LARGE] == 0.6
+
+
+def entry(key: str, mode: str, pct: float | None, put: float, get: float) -> dict:
+    e = {
+        "key": key,
+        "mode": mode,
+        "policy": "reference",
+        "cache_pct": pct,
+        **summary.figures(recorded_rows(put, get)),
+        "content_bytes": {"Files": 10, scale.LARGE: 30} if pct else {},
+        "content_shares": {"Files": 0.25, scale.LARGE: 0.75} if pct else {},
+        "devices_by_phase": {"put": {"ssd": {"ops": 1, "bytes": 2, "busy_s": 0.1}}},
+        "classes_end": {"25": {"bypassed_bytes": 5, "hits": 1}},
+        "loadavg_before": [1.0, 1.0, 1.0],
+        "loadavg_after": [1.5, 1.0, 1.0],
+        "warnings": [],
+    }
+    e["get_ops_per_s"] = get * 2
+    return e
+
+
+def recorded_entries() -> dict[str, dict]:
+    return {
+        "hdd": entry("hdd", "hdd", None, 20, 80),
+        "ssd": entry("ssd", "ssd", None, 40, 200),
+        "lru@5%": entry("lru@5%", "lru", 5.0, 5, 60),
+        "dss@5%": entry("dss@5%", "dss", 5.0, 30, 150),
+        "lru@10%": entry("lru@10%", "lru", 10.0, 6, 100),
+        "dss@10%": entry("dss@10%", "dss", 10.0, 35, 190),
+    }
+
+
+def test_summary_and_report_from_recorded_entries(tmp_path: Path) -> None:
+    w = scale.paper_workload(TINY)
+    ws = scale.working_set(w)
+    setup = caching.setup_doc(w, ws, TINY, (5.0, 10.0))
+    doc = caching.build_summary(recorded_entries(), setup, (5.0, 10.0))
+    for key in ("hdd@5%", "ssd@10%", "lru@10%", "dss@10%", "dss@5%"):
+        for metric in summary.FIG7_KEYS:
+            assert metric in doc[key], (key, metric)
+    assert doc["hdd@10%"]["cost_norm_get"] == 1.0
+    assert doc["dss@10%"]["measured_as"] == "dss@10%"
+    assert doc["ssd@5%"]["measured_as"] == "ssd"
+    heads = {h["what"]: h for h in doc["headlines"]}
+    assert heads["dss@10% / lru@10% put_mbps"]["measured"] == pytest.approx(35 / 6, rel=1e-3)
+    assert heads["dss@10% / lru@10% put_mbps"]["met"] is True
+    assert doc["missing"] == []
+    json.dumps(doc)  # JSON-able
+    path = write_report(tmp_path, doc)
+    text = path.read_text()
+    assert "Fig. 7" in text and "Fig. 8" in text and "Fig. 9" in text
+    for png in ("fig7.png", "fig8.png", "fig9.png"):
+        assert (tmp_path / png).stat().st_size > 1000
+
+
+def test_summary_names_what_is_missing() -> None:
+    w = scale.paper_workload(TINY)
+    setup = caching.setup_doc(w, scale.working_set(w), TINY, (10.0,))
+    entries = {"dss@10%": entry("dss@10%", "dss", 10.0, 35, 190)}
+    doc = caching.build_summary(entries, setup, (10.0,))
+    assert set(doc["missing"]) == {"hdd", "ssd", "lru@10%"}
+    assert next(h for h in doc["headlines"] if "lru" in h["what"])["met"] is None
+
+
+def test_tiered_policies_place_only_the_stream_classes() -> None:
+    w = scale.paper_workload(TINY)
+    place = traffic.placement(("Files", "Pictures"), w)
+    assert place == {25: "ssd", 26: "ssd", 27: "hdd", 28: "hdd"}
+    data = policy_file.tiered("t", place)
+    assert tomllib.loads(policy_file.dumps(data)) == data
+    tiers = {e["ids"]: e["tier"] for e in data["classes"]}
+    assert tiers[25] == "ssd" and tiers[28] == "hdd" and tiers["1-10"] == "ssd"
+    assert data["mode"] == "tiered"
+    with pytest.raises(ValueError):
+        policy_file.tiered("t", {23: "ssd"})
+
+
+def test_stream_workloads_have_one_type_and_its_class() -> None:
+    base = scale.paper_workload(TINY)
+    opts = traffic.TrafficOptions(duration=5, clients=3)
+    w = traffic.stream_workload(base, "Video", opts, 3)
+    assert [t.name for t in w.types] == ["Video"]
+    assert w.large_above is None and w.concurrency == 3
+    assert [p.op for p in w.phases] == ["create_containers", "put", "get", "delete"]
+    assert w.phases[1].duration == 5
+
+
+def test_traffic_report_from_recorded_runs(tmp_path: Path) -> None:
+    cdf = [[p, float(p)] for p in (1, 50, 90, 100)]
+    stream = {"put_mbps": 5.0, "get_mbps": 9.0, "put_latency_ms": 40.0, "put_cdf": cdf}
+    runs = [
+        {
+            "name": name,
+            "on_ssd": list(on_ssd),
+            "streams": {s: dict(stream, put_under_100ms=0.9) for s in traffic.STREAMS},
+            "put_mbps": 20.0,
+            "get_mbps": 36.0,
+            "failures_all_phases": 0,
+            "devices": {"ssd": {"bytes": 1e6, "busy_s": 1.0}},
+            "loadavg_before": [1.0],
+            "loadavg_after": [1.0],
+        }
+        for name, on_ssd in traffic.RUNS
+    ]
+    doc = {
+        "experiment": "traffic",
+        "streams": list(traffic.STREAMS),
+        "runs": runs,
+        "setup": {"scale": TINY.to_json(), "options": {"clients": 25, "duration": 30}},
+    }
+    text = write_traffic_report(tmp_path, doc).read_text()
+    assert "Fig. 10" in text and "+Video" in text
+    assert (tmp_path / "fig11_put.png").exists() and (tmp_path / "fig10_get.png").exists()
+
+
+def test_phase_hook_reports_each_phase_in_order() -> None:
+    seen: list[int] = []
+    hook = PhaseHook(seen.append)
+    for _ in range(3):
+        hook.wait(timeout=1)
+    assert seen == [0, 1, 2]
