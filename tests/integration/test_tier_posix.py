@@ -201,6 +201,18 @@ def test_rsync_of_a_tree(tier: Tier, tmp_path: Path) -> None:
     assert again.stdout.strip() == ""
 
 
+def test_a_symlinks_own_times(tier: Tier) -> None:
+    (tier.mnt / "target").write_bytes(b"t")
+    before = os.stat(tier.mnt / "target").st_mtime_ns
+    os.symlink("target", tier.mnt / "link")
+    os.symlink("not-yet", tier.mnt / "dangling")
+    os.utime(tier.mnt / "link", ns=(1_000_000_000, 2_000_000_000), follow_symlinks=False)
+    os.utime(tier.mnt / "dangling", ns=(3_000_000_000, 4_000_000_000), follow_symlinks=False)
+    assert os.lstat(tier.mnt / "link").st_mtime_ns == 2_000_000_000
+    assert os.lstat(tier.mnt / "dangling").st_mtime_ns == 4_000_000_000
+    assert os.stat(tier.mnt / "target").st_mtime_ns == before
+
+
 def test_the_tiers_own_directory_is_hidden(tier: Tier) -> None:
     with open(tier.mnt / "f", "wb") as f:
         f.write(b"x" * 5000)

@@ -263,11 +263,25 @@ impl TierFs {
     }
 }
 
-fn apply_time(t: Option<TimeOrNow>) -> Option<SystemTime> {
-    t.map(|t| match t {
-        TimeOrNow::SpecificTime(s) => s,
-        TimeOrNow::Now => SystemTime::now(),
-    })
+fn utime_spec(t: Option<TimeOrNow>) -> rustix::fs::Timespec {
+    let (tv_sec, tv_nsec) = match t {
+        None => (0, rustix::fs::UTIME_OMIT),
+        Some(TimeOrNow::Now) => (0, rustix::fs::UTIME_NOW),
+        Some(TimeOrNow::SpecificTime(s)) => match s.duration_since(UNIX_EPOCH) {
+            Ok(d) => (d.as_secs() as i64, d.subsec_nanos().into()),
+            Err(e) => {
+                // Before 1970: whole seconds down, nanoseconds up, as timespec wants.
+                let d = e.duration();
+                let (mut sec, mut nsec) = (-(d.as_secs() as i64), -i64::from(d.subsec_nanos()));
+                if nsec < 0 {
+                    sec -= 1;
+                    nsec += 1_000_000_000;
+                }
+                (sec, nsec)
+            }
+        },
+    };
+    rustix::fs::Timespec { tv_sec, tv_nsec }
 }
 
 impl Filesystem for TierFs {
@@ -374,19 +388,20 @@ impl Filesystem for TierFs {
                 }
             }
             if atime.is_some() || mtime.is_some() {
-                let f = File::options()
-                    .read(true)
-                    .open(&path)
-                    .or_else(|_| File::open(&path))
-                    .map_err(errno)?;
-                let mut times = fs::FileTimes::new();
-                if let Some(t) = apply_time(atime) {
-                    times = times.set_accessed(t);
-                }
-                if let Some(t) = apply_time(mtime) {
-                    times = times.set_modified(t);
-                }
-                f.set_times(times).map_err(errno)?;
+                // NOFOLLOW: `touch -h` and rsync set a symlink's own times; opening
+                // the path would change the target's instead, or fail with ENOENT
+                // while the target does not exist yet.
+                let times = rustix::fs::Timestamps {
+                    last_access: utime_spec(atime),
+                    last_modification: utime_spec(mtime),
+                };
+                rustix::fs::utimensat(
+                    rustix::fs::CWD,
+                    &path,
+                    &times,
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
             }
             let md = fs::symlink_metadata(&path).map_err(errno)?;
             Ok(self.attr(&md))
