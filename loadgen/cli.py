@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -11,12 +14,35 @@ from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 
 
-def _creds(user: str, key: str, auth_url: str | None, region: str) -> Credentials:
-    return Credentials(user=user, key=key, auth_url=auth_url, region=region)
+@dataclass(frozen=True)
+class Target:
+    """Where a command sends its requests, from the shared endpoint options."""
+
+    endpoint: str
+    protocol: str
+    creds: Credentials
 
 
-def endpoint_options(default_protocol: str):
-    def wrap(f):
+def endpoint_options(default_protocol: str) -> Callable[[Callable], Callable]:
+    """The endpoint and credential options, handed to the command as one ``target``."""
+
+    def wrap(f: Callable) -> Callable:
+        # functools.wraps shares f's __click_params__, so options declared below this
+        # decorator stay attached to the wrapper click sees.
+        @functools.wraps(f)
+        def with_target(
+            *args: object,
+            endpoint: str,
+            protocol: str,
+            user: str,
+            key: str,
+            auth_url: str | None,
+            region: str,
+            **kwargs: object,
+        ) -> object:
+            creds = Credentials(user=user, key=key, auth_url=auth_url, region=region)
+            return f(*args, target=Target(endpoint, protocol, creds), **kwargs)
+
         for opt in reversed(
             [
                 click.option("--endpoint", default=DEFAULT_ENDPOINT, show_default=True),
@@ -39,8 +65,8 @@ def endpoint_options(default_protocol: str):
                 click.option("--region", default="us-east-1", show_default=True),
             ]
         ):
-            f = opt(f)
-        return f
+            with_target = opt(with_target)
+        return with_target
 
     return wrap
 
@@ -67,12 +93,7 @@ def loadgen() -> None:
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def run(
     workload: str,
-    endpoint: str,
-    protocol: str,
-    user: str,
-    key: str,
-    auth_url: str | None,
-    region: str,
+    target: Target,
     scale: float | None,
     count_scale: float | None,
     duration_scale: float | None,
@@ -106,16 +127,17 @@ def run(
         raise click.ClickException(str(err)) from err
     console = Console(stderr=True)
     started = time.time()
-    creds = _creds(user, key, auth_url, region)
     try:
         if quiet:
-            result = runner.run(w, endpoint, protocol, creds, verify)
+            result = runner.run(w, target.endpoint, target.protocol, target.creds, verify)
         else:
             with RunProgress(w, console) as progress:
-                result = runner.run(w, endpoint, protocol, creds, verify, progress)
+                result = runner.run(
+                    w, target.endpoint, target.protocol, target.creds, verify, progress
+                )
     except (OSError, RuntimeError) as err:
         raise click.ClickException(str(err)) from err
-    doc = runner.document(w, endpoint, protocol, result, started)
+    doc = runner.document(w, target.endpoint, target.protocol, result, started)
     path = report.write_run(out, doc, result.recorder, plots=not no_plots)
     print_rows(console, doc["rows"])
     for warning in result.warnings:
@@ -170,12 +192,7 @@ def workloads() -> None:
 @click.option("--keep", is_flag=True, help="leave the objects in place")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def sweep_cmd(
-    endpoint: str,
-    protocol: str,
-    user: str,
-    key: str,
-    auth_url: str | None,
-    region: str,
+    target: Target,
     parallelism: str,
     sizes: str,
     ops: str,
@@ -217,7 +234,7 @@ def sweep_cmd(
     if not set(cfg.ops) <= {"put", "get"} or not cfg.ops:
         raise click.ClickException("--ops takes put and/or get")
     try:
-        doc = sweep(endpoint, protocol, _creds(user, key, auth_url, region), cfg, out,
+        doc = sweep(target.endpoint, target.protocol, target.creds, cfg, out,
                     progress=lambda m: console.log(m))  # fmt: skip
     except (OSError, RuntimeError) as err:
         raise click.ClickException(str(err)) from err
@@ -247,12 +264,7 @@ def locustfile() -> None:
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def cache_study_cmd(
-    endpoint: str,
-    protocol: str,
-    user: str,
-    key: str,
-    auth_url: str | None,
-    region: str,
+    target: Target,
     chunk_sizes: str,
     cache_size: str,
     max_window: int,
@@ -281,7 +293,7 @@ def cache_study_cmd(
             sizes, accesses_list = synthetic_trace(
                 files, accesses, max_size=parse_size(max_file_size), seed=seed
             )
-        proto = connect(endpoint, protocol, _creds(user, key, auth_url, region))
+        proto = connect(target.endpoint, target.protocol, target.creds)
         doc = study(proto, cfg, sizes, accesses_list, out, progress=lambda m: console.log(m))
     except (OSError, RuntimeError, ValueError) as err:
         raise click.ClickException(str(err)) from err

@@ -27,6 +27,7 @@ from swift_dss.formats import (
     classmap_to_headers,
     read_classfile,
 )
+from tests.unit.serving import serving
 
 PREFIX = "/v1/AUTH_test/"
 NOT_FOUND = b"<html><h1>Not Found</h1><p>The resource could not be found.</p></html>"
@@ -158,13 +159,8 @@ class _Server(ThreadingHTTPServer):
 
 @pytest.fixture(scope="module")
 def _running() -> Iterator[_Server]:
-    srv = _Server()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
+    with serving(_Server()) as srv:
         yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 @pytest.fixture

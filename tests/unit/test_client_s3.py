@@ -22,6 +22,7 @@ from boto3.s3.transfer import TransferConfig
 from swift_dss.client.s3 import OPERATIONS, attach_classes, dss_s3_client, s3_config
 
 from swift_dss.formats import ClassMap
+from tests.unit.serving import serving
 
 ACCESS, SECRET = "test:tester", "testing"
 LAST_MODIFIED = "2024-01-01T00:00:00.000Z"
@@ -173,14 +174,8 @@ class _Server(ThreadingHTTPServer):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[_Server]:
-    srv = _Server()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_Server()) as srv:
         yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 @pytest.fixture
