@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
-import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from swift_dss.loadgen.engine import Engine, EngineOptions
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Plan
 from swift_dss.loadgen.protocols import Credentials, Protocol, connect, from_json
-from swift_dss.loadgen.stats import Recorder
+from swift_dss.loadgen.stats import Recorder, process_cpu_s
 from swift_dss.loadgen.workload import Workload
 
 #: Above this share of one core (process CPU) or of the loop's time (outside select), the
@@ -39,11 +38,6 @@ class RunResult:
     phases: list[dict[str, Any]]
     client: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-
-
-def _cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
 
 
 def work(
@@ -74,12 +68,14 @@ def work(
             current[0] = i
             if barrier is not None:
                 barrier.wait(timeout=workload.timeout * 4 + 60)
-            cpu0 = _cpu()
+            cpu0 = process_cpu_s()
             deadline = None if phase.duration is None else time.perf_counter() + phase.duration
             rate = None if phase.rate is None else phase.rate / workers
             start, end = engine.run(phase.name, plan.requests(i), deadline, rate)
             recorder.phase_window(phase.name, start, end)
-            phases.append({"name": phase.name, "cpu_s": _cpu() - cpu0, "wall_s": end - start})
+            phases.append(
+                {"name": phase.name, "cpu_s": process_cpu_s() - cpu0, "wall_s": end - start}
+            )
     finally:
         engine.close()
     lat = engine.loop.lateness

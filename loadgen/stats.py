@@ -9,12 +9,20 @@ the latency histograms; failures are counted by outcome (HTTP status or transpor
 from __future__ import annotations
 
 import math
+import resource
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
+
+
+def process_cpu_s() -> float:
+    """User plus system CPU seconds of this process, the load generator's own cost."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # an hour: nothing a run records can be longer

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Credentials, Protocol, connect
 from swift_dss.loadgen.report import write_csv
-from swift_dss.loadgen.stats import Recorder
+from swift_dss.loadgen.stats import Recorder, process_cpu_s
 
 DEFAULT_PARALLELISM = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SIZES = ("1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB", "4MiB", "16MiB")
@@ -80,11 +79,6 @@ class _Cell:
             i = start + k if op == "put" else (start + k) % max(1, self.written)
             yield Request(k, phase, op, label, cls, self.size, label, self.container,
                           self.name(i), self.base + i)  # fmt: skip
-
-
-def _cpu_self() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
 
 
 def run_sweep(
@@ -141,12 +135,12 @@ def _measure(
             start += cfg.warmup * p
         for _rep in range(cfg.repetitions):
             rec = engine.recorder = Recorder(time.time())
-            cpu0, sys0 = _cpu_self(), psutil.cpu_times()
+            cpu0, sys0 = process_cpu_s(), psutil.cpu_times()
             t0 = time.perf_counter()
             deadline = t0 + cfg.time_cap
             s, e = engine.run("m", cell.stream("m", op, cfg.cls, n, start), deadline)
             wall = time.perf_counter() - t0
-            cpu, sys1 = _cpu_self() - cpu0, psutil.cpu_times()
+            cpu, sys1 = process_cpu_s() - cpu0, psutil.cpu_times()
             busy = sum(sys1) - sum(sys0) - (sys1.idle - sys0.idle) - (sys1.iowait - sys0.iowait)
             total = sum(sys1) - sum(sys0)
             rec.phase_window("m", s, e)
