@@ -4,8 +4,11 @@
 //! entries, including clean ones that still hold valid data, sit on one free list in LRU
 //! order: allocation takes the head, use moves an entry to the tail. Dirty entries sit on a
 //! dirty list per priority level, also LRU. The syncer cleans when the free list falls
-//! below the low watermark, lowest priority first, until the high watermark is reached;
-//! while it is active, classes at or past the cut-off priority bypass the cache.
+//! below the low watermark, lowest priority first, until the high watermark is reached.
+//! That span is "pressure": it is kept from the free-entry count alone (`update_pressure`
+//! after every operation), so it begins with the write that crosses the low watermark,
+//! not when a syncer thread gets to run. Under pressure, classes at or past the cut-off
+//! priority bypass the cache (selective allocation).
 //!
 //! Classes that share a priority share a dirty list, so a policy where every class has the
 //! same priority is plain LRU: that is how `lru` mode differs from `dss` by values only.
