@@ -1,10 +1,14 @@
 //! The policies shipped in policies/ parse and say what the papers say.
 
 use dss_engine::cache::Config;
-use dss_engine::{BlockKey, Cache, Mode, Placement, Policy, WriteOutcome};
+use dss_engine::{BaseList, BlockKey, Cache, Mode, Placement, Policy, ReadAllocate, WriteOutcome};
 
 const REFERENCE: &str = include_str!("../../../../policies/reference.toml");
 const LRU: &str = include_str!("../../../../policies/lru.toml");
+const DSS_SLRU: &str = include_str!("../../../../policies/dss-slru.toml");
+const DSS_READCUT: &str = include_str!("../../../../policies/dss-readcut.toml");
+const DSS_SLRU_READCUT: &str = include_str!("../../../../policies/dss-slru-readcut.toml");
+const SLRU: &str = include_str!("../../../../policies/slru.toml");
 
 #[test]
 fn reference_is_table_ii() {
@@ -139,4 +143,37 @@ fn reference_tiered_sends_small_and_important_data_to_the_ssd() {
     assert_eq!(r.classes[20].placement, Placement::Hdd);
     assert_eq!(r.classes[0].placement, Placement::Hdd);
     assert_eq!(r.classes[200].placement, Placement::Hdd);
+}
+
+/// The policies beyond the paper are their base policy with only the named options
+/// changed, so their runs compare with the base's class for class.
+#[test]
+fn variants_change_only_their_options() {
+    let reference = Policy::parse(REFERENCE).unwrap();
+    let lru = Policy::parse(LRU).unwrap();
+    for (text, base, list, read) in [
+        (DSS_SLRU, &reference, BaseList::Slru, ReadAllocate::Always),
+        (
+            DSS_READCUT,
+            &reference,
+            BaseList::Lru,
+            ReadAllocate::BelowCutoff,
+        ),
+        (
+            DSS_SLRU_READCUT,
+            &reference,
+            BaseList::Slru,
+            ReadAllocate::BelowCutoff,
+        ),
+        (SLRU, &lru, BaseList::Slru, ReadAllocate::Always),
+    ] {
+        let p = Policy::parse(text).unwrap();
+        assert_eq!((p.base_list, p.read_allocate), (list, read), "{}", p.name);
+        let mut same = p.clone();
+        same.name = base.name.clone();
+        same.base_list = base.base_list;
+        same.read_allocate = base.read_allocate;
+        same.protected_fraction = base.protected_fraction;
+        assert_eq!(format!("{same:?}"), format!("{base:?}"), "{}", p.name);
+    }
 }
