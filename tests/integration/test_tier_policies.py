@@ -1,6 +1,7 @@
 """The policies beyond the paper (policies/dss-slru.toml, dss-readcut.toml,
-dss-slru-readcut.toml, slru.toml) on a real mount: `dss-tier mount --policy` takes each,
-data goes through intact, and the read-allocation rule is visible in the stats."""
+dss-slru-readcut.toml, slru.toml, dss-secondmiss.toml) on a real mount: `dss-tier mount
+--policy` takes each, data goes through intact, and the read-allocation rule is visible in
+the stats."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def read_back(t: Tier) -> bytes:
         ("dss-readcut", "dss", False),
         ("dss-slru-readcut", "dss", False),
         ("slru", "lru", True),
+        ("dss-secondmiss", "dss", False),
     ],
 )
 def test_policy_mounts_and_applies_its_read_rule(
@@ -82,3 +84,8 @@ def test_policy_mounts_and_applies_its_read_rule(
     # Re-reads hit only where the first read filled the cache.
     again = class_stats(t.stats(), LARGE)
     assert (again["hits"] > large["hits"]) == fills
+    if policy == "dss-secondmiss":
+        # The second miss of each block filled it: the third read hits.
+        assert again["cached_bytes"] > 0
+        assert read_back(t) == data
+        assert class_stats(t.stats(), LARGE)["hits"] > again["hits"]

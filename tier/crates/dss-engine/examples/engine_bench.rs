@@ -137,7 +137,7 @@ fn rates(ops: u64, start: Instant, cpu0: f64) -> (f64, f64) {
 }
 
 /// The policies measured, by the names the experiment selects them with.
-const POLICIES: [(&str, &str); 6] = [
+const POLICIES: [(&str, &str); 7] = [
     ("dss", include_str!("../../../../policies/reference.toml")),
     ("lru", include_str!("../../../../policies/lru.toml")),
     (
@@ -153,6 +153,10 @@ const POLICIES: [(&str, &str); 6] = [
         include_str!("../../../../policies/dss-slru-readcut.toml"),
     ),
     ("slru", include_str!("../../../../policies/slru.toml")),
+    (
+        "dss-secondmiss",
+        include_str!("../../../../policies/dss-secondmiss.toml"),
+    ),
 ];
 
 /// One engine run over the stream; returns M decisions per wall and per CPU-second and

@@ -13,14 +13,15 @@
 //! Classes that share a priority share a dirty list, so a policy where every class has the
 //! same priority is plain LRU: that is how `lru` mode differs from `dss` by values only.
 //!
-//! Two options go beyond the paper. `base_list = "slru"` makes the free list segmented
+//! Policy options beyond the paper: `base_list = "slru"` makes the free list segmented
 //! LRU: a block referenced again while cached (a read hit, or a write to it) is marked,
 //! and once clean it sits on a protected list that allocation takes from only when the
 //! free list proper is empty; the protected list is capped and hands its oldest entry
 //! back. Blocks seen once, such as a scan's, are then reused before a re-referenced set,
 //! and the watermarks count the unprotected free entries only, so the syncer makes room
 //! from dirty blocks rather than from protected ones. `read_allocate = "below-cutoff"`
-//! fills read misses only of classes before the cut-off priority.
+//! fills read misses only of classes before the cut-off priority; `"second-miss"` fills a
+//! block only when it missed before within the last cache-size read misses.
 //!
 //! Nothing here does I/O. Operations that need I/O to finish (read fills, write-backs)
 //! are two-phase: the engine hands out the slot and a version, the caller does the I/O and
@@ -28,7 +29,8 @@
 
 use crate::blockmap::BlockMap;
 use crate::policy::{BaseList, CLASSES, ClassPolicy, Placement, ReadAllocate, Resolved};
-use std::hash::{Hash, Hasher};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 const NIL: u32 = u32::MAX;
 const NO_LIST: u16 = u16::MAX;
@@ -117,6 +119,44 @@ struct List {
     len: u32,
 }
 
+/// Blocks that missed on a read recently and were not filled (`"second-miss"`): a
+/// bounded FIFO of keys, each with the sequence number of its latest entry so that an
+/// older duplicate leaving the queue does not forget a newer miss.
+struct Ghosts {
+    latest: HashMap<BlockKey, u64, BuildHasherDefault<BlockHasher>>,
+    order: VecDeque<(BlockKey, u64)>,
+    seq: u64,
+    cap: usize,
+}
+
+impl Ghosts {
+    fn new(cap: usize) -> Ghosts {
+        Ghosts {
+            latest: HashMap::default(),
+            order: VecDeque::new(),
+            seq: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    /// True if `key` missed recently (and forgets it); otherwise remembers this miss.
+    fn second_miss(&mut self, key: BlockKey) -> bool {
+        if self.latest.remove(&key).is_some() {
+            return true;
+        }
+        self.seq += 1;
+        self.latest.insert(key, self.seq);
+        self.order.push_back((key, self.seq));
+        if self.order.len() > self.cap
+            && let Some((old, seq)) = self.order.pop_front()
+            && self.latest.get(&old) == Some(&seq)
+        {
+            self.latest.remove(&old);
+        }
+        false
+    }
+}
+
 /// Cache geometry: entry count and watermarks in free entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -203,6 +243,8 @@ pub struct Cache {
     bypass_from: u16,
     /// Read misses of priorities numerically at or past this are not filled.
     read_fill_from: u16,
+    /// `"second-miss"`: recent read misses not filled.
+    ghosts: Option<Ghosts>,
     slru: bool,
     /// Protected entries at most; the oldest beyond it go back to the free list.
     protected_cap: u32,
@@ -275,10 +317,12 @@ impl Cache {
             table: policy.classes,
             bypass_from,
             read_fill_from: match policy.read_allocate {
-                ReadAllocate::Always => u16::MAX,
+                ReadAllocate::Always | ReadAllocate::SecondMiss => u16::MAX,
                 ReadAllocate::Never => 0,
                 ReadAllocate::BelowCutoff => bypass_from,
             },
+            ghosts: (policy.read_allocate == ReadAllocate::SecondMiss)
+                .then(|| Ghosts::new(n as usize)),
             slru,
             protected_cap: if slru {
                 (f64::from(n) * policy.protected_fraction) as u32
@@ -688,6 +732,11 @@ impl Cache {
     fn read_miss(&mut self, key: BlockKey, class: u8) -> ReadOutcome {
         let cp = self.table[class as usize];
         if cp.placement != Placement::Cache || u16::from(cp.priority) >= self.read_fill_from {
+            return ReadOutcome::Miss;
+        }
+        if let Some(g) = &mut self.ghosts
+            && !g.second_miss(key)
+        {
             return ReadOutcome::Miss;
         }
         if self.may_allocate(class)

@@ -103,6 +103,10 @@ pub enum ReadAllocate {
     /// Classes before the cut-off only (`"below-cutoff"`): classes at or past
     /// `bypass_priority` are read from the HDD without a fill, pressure or not.
     BelowCutoff,
+    /// A block is filled on its second read miss within the last cache-size misses
+    /// (`"second-miss"`, the admission rule of 2Q's A1out ghost list): blocks read once,
+    /// such as a scan's, never enter the cache through reads.
+    SecondMiss,
 }
 
 impl<'de> Deserialize<'de> for ReadAllocate {
@@ -117,8 +121,9 @@ impl<'de> Deserialize<'de> for ReadAllocate {
             Raw::Bool(true) => Ok(ReadAllocate::Always),
             Raw::Bool(false) => Ok(ReadAllocate::Never),
             Raw::Str(s) if s == "below-cutoff" => Ok(ReadAllocate::BelowCutoff),
+            Raw::Str(s) if s == "second-miss" => Ok(ReadAllocate::SecondMiss),
             Raw::Str(s) => Err(serde::de::Error::custom(format!(
-                "read_allocate {s:?}: true, false or \"below-cutoff\""
+                "read_allocate {s:?}: true, false, \"below-cutoff\" or \"second-miss\""
             ))),
         }
     }
@@ -524,6 +529,7 @@ mod tests {
             ("true", ReadAllocate::Always),
             ("false", ReadAllocate::Never),
             ("\"below-cutoff\"", ReadAllocate::BelowCutoff),
+            ("\"second-miss\"", ReadAllocate::SecondMiss),
         ] {
             let p = Policy::parse(&with(&format!("read_allocate = {v}"))).unwrap();
             assert_eq!(p.resolve(None).read_allocate, want);

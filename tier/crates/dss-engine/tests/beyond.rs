@@ -176,3 +176,67 @@ fn read_rule_keeps_large_reads_from_flushing_what_hits() {
         c.check().unwrap();
     }
 }
+
+#[test]
+fn second_miss_fills_only_blocks_missed_twice() {
+    let mut c = cache("read_allocate = \"second-miss\"", Mode::Dss, 100);
+    assert_eq!(
+        c.read(k(1, 0), 2),
+        ReadOutcome::Miss,
+        "first miss: remembered"
+    );
+    assert!(!read(&mut c, k(1, 0), 2), "second miss: filled");
+    assert!(read(&mut c, k(1, 0), 2));
+    // A scan read once never takes an entry.
+    for i in 0..1000 {
+        assert_eq!(c.read(k(2, i), 2), ReadOutcome::Miss);
+    }
+    assert_eq!(c.residents().count(), 1);
+    assert!(read(&mut c, k(1, 0), 2));
+    // Writes are cached as before.
+    assert!(matches!(
+        c.write(k(3, 0), 2, 4096),
+        WriteOutcome::Ssd { .. }
+    ));
+    c.check().unwrap();
+}
+
+#[test]
+fn second_miss_remembers_as_many_misses_as_the_cache_has_entries() {
+    let mut c = cache("read_allocate = \"second-miss\"", Mode::Lru, 10);
+    assert_eq!(c.read(k(1, 0), 2), ReadOutcome::Miss);
+    for i in 0..9 {
+        assert_eq!(c.read(k(2, i), 2), ReadOutcome::Miss);
+    }
+    assert!(
+        matches!(c.read(k(1, 0), 2), ReadOutcome::MissFill { .. }),
+        "within the last 10 misses"
+    );
+    assert_eq!(c.read(k(1, 1), 2), ReadOutcome::Miss);
+    for i in 10..20 {
+        assert_eq!(c.read(k(2, i), 2), ReadOutcome::Miss);
+    }
+    assert_eq!(
+        c.read(k(1, 1), 2),
+        ReadOutcome::Miss,
+        "forgotten: first again"
+    );
+    assert!(matches!(c.read(k(1, 1), 2), ReadOutcome::MissFill { .. }));
+}
+
+#[test]
+fn second_miss_keeps_a_hot_set_through_a_read_scan() {
+    for (rule, want) in [("true", 0), ("\"second-miss\"", HOT)] {
+        let mut c = cache(&format!("read_allocate = {rule}"), Mode::Lru, 100);
+        for _ in 0..3 {
+            for i in 0..HOT {
+                read(&mut c, k(1, i), 2);
+            }
+        }
+        for i in 0..1000 {
+            read(&mut c, k(2, i), 2);
+        }
+        assert_eq!(hot_hits(&mut c, 2), want, "read_allocate = {rule}");
+        c.check().unwrap();
+    }
+}

@@ -69,7 +69,12 @@ fn op() -> impl Strategy<Value = Op> {
 fn options() -> impl Strategy<Value = String> {
     (
         prop_oneof![Just("lru"), Just("slru")],
-        prop_oneof![Just("true"), Just("false"), Just("\"below-cutoff\"")],
+        prop_oneof![
+            Just("true"),
+            Just("false"),
+            Just("\"below-cutoff\""),
+            Just("\"second-miss\"")
+        ],
         prop_oneof![Just(0.25), Just(0.75)],
     )
         .prop_map(|(base, read, frac)| {

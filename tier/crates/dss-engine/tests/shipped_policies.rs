@@ -9,6 +9,7 @@ const DSS_SLRU: &str = include_str!("../../../../policies/dss-slru.toml");
 const DSS_READCUT: &str = include_str!("../../../../policies/dss-readcut.toml");
 const DSS_SLRU_READCUT: &str = include_str!("../../../../policies/dss-slru-readcut.toml");
 const SLRU: &str = include_str!("../../../../policies/slru.toml");
+const DSS_SECONDMISS: &str = include_str!("../../../../policies/dss-secondmiss.toml");
 
 #[test]
 fn reference_is_table_ii() {
@@ -166,6 +167,12 @@ fn variants_change_only_their_options() {
             ReadAllocate::BelowCutoff,
         ),
         (SLRU, &lru, BaseList::Slru, ReadAllocate::Always),
+        (
+            DSS_SECONDMISS,
+            &reference,
+            BaseList::Lru,
+            ReadAllocate::SecondMiss,
+        ),
     ] {
         let p = Policy::parse(text).unwrap();
         assert_eq!((p.base_list, p.read_allocate), (list, read), "{}", p.name);
