@@ -1,10 +1,14 @@
 //! Decisions per second of the cache engine on a skewed mixed workload with the syncer
-//! running, side by side with a plain LRU block cache (a hash map and one intrusive list:
-//! what any block cache needs at the least) on the same operation stream:
-//! `cargo run --release -p dss-engine --example engine_bench [OPS]`.
-//! Prints `engine <M/s>` and `baseline <M/s>` lines.
+//! running, under each shipped tier policy, side by side with a plain LRU block cache (a
+//! hash map and one intrusive list: what any block cache needs at the least) on the same
+//! operation stream: `cargo run --release -p dss-engine --example engine_bench [OPS
+//! [POLICY...]]` (default: every policy, in the order of `POLICIES`). Prints one
+//! `engine <policy> <M/s>` line per policy and a `baseline <M/s>` line: decisions per
+//! second of wall time, then per CPU-second of this thread, which other load on the
+//! machine disturbs far less.
 
 use dss_engine::cache::BlockHasher;
+use dss_engine::cache::Config;
 use dss_engine::{BlockKey, Cache, Policy, ReadOutcome};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -111,23 +115,66 @@ impl Lru {
     }
 }
 
-fn main() {
-    let ops: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000_000);
-    let policy = Policy::parse(include_str!("../../../../policies/reference.toml"))
-        .expect("reference policy")
-        .resolve(None);
-    let cfg = policy.cache_config(1 << 30);
+/// CPU seconds this thread has used (user and system), from /proc: the standard library
+/// has no thread clock. The fields count USER_HZ ticks, 100 per second on Linux.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let ticks: u64 = after_name
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / 100.0
+}
 
+/// Decisions per wall second and per CPU-second since `start` / `cpu0`.
+fn rates(ops: u64, start: Instant, cpu0: f64) -> (f64, f64) {
+    let wall = ops as f64 / start.elapsed().as_secs_f64() / 1e6;
+    let cpu = ops as f64 / (cpu_seconds() - cpu0).max(0.01) / 1e6;
+    (wall, cpu)
+}
+
+/// The policies measured, by the names the experiment selects them with.
+const POLICIES: [(&str, &str); 7] = [
+    ("dss", include_str!("../../../../policies/reference.toml")),
+    ("lru", include_str!("../../../../policies/lru.toml")),
+    (
+        "dss-slru",
+        include_str!("../../../../policies/dss-slru.toml"),
+    ),
+    (
+        "dss-readcut",
+        include_str!("../../../../policies/dss-readcut.toml"),
+    ),
+    (
+        "dss-slru-readcut",
+        include_str!("../../../../policies/dss-slru-readcut.toml"),
+    ),
+    ("slru", include_str!("../../../../policies/slru.toml")),
+    (
+        "dss-secondmiss",
+        include_str!("../../../../policies/dss-secondmiss.toml"),
+    ),
+];
+
+/// One engine run over the stream; returns M decisions per wall and per CPU-second and
+/// the read hit ratio.
+fn run_engine(text: &str, ops: u64) -> ((f64, f64), f64, Config) {
+    let policy = Policy::parse(text).expect("shipped policy").resolve(None);
+    let cfg = policy.cache_config(1 << 30);
     let mut cache = Cache::new(&policy, cfg);
     let mut victims = Vec::with_capacity(4096);
-    let start = Instant::now();
+    let (mut reads, mut hits) = (0u64, 0u64);
+    let (start, cpu0) = (Instant::now(), cpu_seconds());
     for (i, (key, class, read)) in stream(ops).enumerate() {
         if read {
-            if let ReadOutcome::MissFill { slot, version } = cache.read(key, class) {
-                cache.fill_done(slot, version, true);
+            reads += 1;
+            match cache.read(key, class) {
+                ReadOutcome::Hit { .. } => hits += 1,
+                ReadOutcome::MissFill { slot, version } => cache.fill_done(slot, version, true),
+                ReadOutcome::Miss => {}
             }
         } else {
             cache.write(key, class, 4096);
@@ -140,19 +187,43 @@ fn main() {
             }
         }
     }
-    let engine = ops as f64 / start.elapsed().as_secs_f64() / 1e6;
+    let rate = rates(ops, start, cpu0);
     cache.check().expect("consistent after the run");
+    (rate, hits as f64 / reads.max(1) as f64, cfg)
+}
 
-    let mut lru = Lru::new(cfg.entries);
+fn main() {
+    let ops: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
+    let chosen: Vec<String> = std::env::args().skip(2).collect();
+    // Unmeasured: the first run in a process pays for faulting in the heap the later
+    // ones reuse, which would count against whichever policy comes first.
+    run_engine(POLICIES[0].1, ops / 4);
+    let mut entries = 0;
+    for (name, text) in POLICIES {
+        if !chosen.is_empty() && !chosen.iter().any(|c| c == name) {
+            continue;
+        }
+        let ((wall, cpu), hit_ratio, cfg) = run_engine(text, ops);
+        entries = cfg.entries;
+        println!(
+            "engine {name} {wall:.3} M decisions/s, cpu {cpu:.3} M decisions/s \
+             ({ops} operations, read hit ratio {hit_ratio:.3})"
+        );
+    }
+
+    let mut lru = Lru::new(entries);
     let mut sink = 0u64;
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_seconds());
     for (key, _class, read) in stream(ops) {
         sink = sink.wrapping_add(u64::from(lru.access(key, !read)));
     }
-    let baseline = ops as f64 / start.elapsed().as_secs_f64() / 1e6;
-    println!("engine {engine:.3} M decisions/s ({ops} operations)");
+    let (wall, cpu) = rates(ops, start, cpu0);
     println!(
-        "baseline {baseline:.3} M decisions/s (plain LRU; {} write-backs, {sink})",
+        "baseline {wall:.3} M decisions/s, cpu {cpu:.3} M decisions/s \
+         (plain LRU; {} write-backs, {sink})",
         lru.written_back
     );
 }
