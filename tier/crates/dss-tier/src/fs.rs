@@ -265,6 +265,26 @@ impl TierFs {
 }
 
 impl TierFs {
+    /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
+    fn new_entry(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(&Path) -> Result<(), Errno>,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let path = self.child(parent, name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            make(&path)?;
+            self.remember(path)
+        };
+        match run() {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
     /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
     fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
         if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
@@ -350,6 +370,9 @@ impl Filesystem for TierFs {
         if let Err(missing) = config.add_capabilities(InitFlags::FUSE_HANDLE_KILLPRIV_V2) {
             eprintln!("dss-tier: kernel lacks {missing:?}; every write costs a getxattr");
         }
+        // Lookups and readdirs of one directory in parallel (Swift's workers all work in
+        // the same few directories); each takes only the locks it needs here.
+        let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
         self.no_opendir = config
             .add_capabilities(InitFlags::FUSE_NO_OPENDIR_SUPPORT)
             .is_ok();
@@ -511,19 +534,35 @@ impl Filesystem for TierFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let run = || -> Result<FileAttr, Errno> {
-            let path = self.child(parent, name)?;
-            self.core.meta(MetaKind::Directory, parent.0, true);
+        self.new_entry(parent, name, reply, |path| {
             fs::DirBuilder::new()
                 .mode(mode & !umask & 0o7777)
-                .create(&path)
-                .map_err(errno)?;
-            self.remember(path)
+                .create(path)
+                .map_err(errno)
+        });
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // mknod(2) takes a type of 0 for a regular file.
+        let kind = match mode & 0o170000 {
+            0 => rustix::fs::FileType::RegularFile,
+            t => rustix::fs::FileType::from_raw_mode(t),
         };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        let perm = rustix::fs::Mode::from_bits_truncate(mode & !umask & 0o7777);
+        self.new_entry(parent, name, reply, |path| {
+            // The kernel sends the device number encoded as mknodat(2) takes it.
+            rustix::fs::mknodat(rustix::fs::CWD, path, kind, perm, u64::from(rdev))
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -566,16 +605,9 @@ impl Filesystem for TierFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let run = || -> Result<FileAttr, Errno> {
-            let path = self.child(parent, link_name)?;
-            self.core.meta(MetaKind::Directory, parent.0, true);
-            std::os::unix::fs::symlink(target, &path).map_err(errno)?;
-            self.remember(path)
-        };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        self.new_entry(parent, link_name, reply, |path| {
+            std::os::unix::fs::symlink(target, path).map_err(errno)
+        });
     }
 
     fn rename(
