@@ -406,6 +406,8 @@ impl Filesystem for TierFs {
             n.lookups = n.lookups.saturating_sub(nlookup);
             if n.lookups == 0 {
                 nodes.map.remove(&ino.0);
+                // The kernel's page cache of the inode went with it.
+                self.direct_written.lock().unwrap().remove(&ino.0);
             }
         }
     }
