@@ -5,12 +5,12 @@ use crate::anchors::HIDDEN;
 use crate::core::{Core, MetaKind};
 use crate::ioctl::{Command, Ioctls};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, IoctlFlags,
-    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
-    TimeOrNow, WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    IoctlFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -29,6 +29,12 @@ const TTL: Duration = Duration::from_secs(1);
 /// this mount, and the tier's cache sits below the page cache, as the paper's block-level
 /// cache does below the kernel's (it sees page-cache misses, not every read()).
 const KEEP_CACHE: FopenFlags = FopenFlags::FOPEN_KEEP_CACHE;
+
+/// Files created with O_EXCL (mkstemp: Swift's PUT, rsync's temporary files) are written
+/// by their creator and by nothing else until renamed into place. Their handle skips
+/// the kernel's page cache: each write reaches the daemon straight from the writer's
+/// buffer, one copy fewer, and nothing cached can go stale, the inode being new.
+const DIRECT: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 
 thread_local! {
     /// Each FUSE thread's read buffer, kept across requests: a fresh one of a large read
@@ -88,13 +94,20 @@ pub struct Handle {
     ino: u64,
     name: OsString,
     class: AtomicU8,
+    /// Opened with FOPEN_DIRECT_IO: its writes bypass the page cache of other handles.
+    direct: bool,
 }
 
 pub struct TierFs {
     root: PathBuf,
     nodes: Mutex<Nodes>,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    /// Inodes written through a direct handle since their last page-cached open: that
+    /// open must drop what the page cache holds of them.
+    direct_written: Mutex<HashSet<u64>>,
     next_fh: AtomicU64,
+    /// The kernel takes ENOSYS from opendir as "no directory handles needed".
+    no_opendir: bool,
     core: Arc<Core>,
     ioctls: Ioctls,
 }
@@ -115,7 +128,9 @@ impl TierFs {
             root,
             nodes: Mutex::new(Nodes { root_ino, map }),
             handles: Mutex::new(HashMap::new()),
+            direct_written: Mutex::new(HashSet::new()),
             next_fh: AtomicU64::new(1),
+            no_opendir: false,
             core,
             ioctls,
         })
@@ -188,7 +203,7 @@ impl TierFs {
         Ok(attr)
     }
 
-    fn open_handle(&self, ino: u64, path: &Path, file: File) -> u64 {
+    fn open_handle(&self, ino: u64, path: &Path, file: File, direct: bool) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let name = path.file_name().unwrap_or_default().to_os_string();
         let h = Handle {
@@ -196,6 +211,7 @@ impl TierFs {
             ino,
             name,
             class: AtomicU8::new(0),
+            direct,
         };
         self.handles.lock().unwrap().insert(fh, Arc::new(h));
         fh
@@ -249,6 +265,26 @@ impl TierFs {
 }
 
 impl TierFs {
+    /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
+    fn new_entry(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(&Path) -> Result<(), Errno>,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let path = self.child(parent, name)?;
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            make(&path)?;
+            self.remember(path)
+        };
+        match run() {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
     /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
     fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
         if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
@@ -260,6 +296,27 @@ impl TierFs {
             }
         }
         Ok(())
+    }
+}
+
+/// The attributes of a negative entry: only the inode number (0) counts.
+fn negative_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
     }
 }
 
@@ -284,7 +341,47 @@ fn utime_spec(t: Option<TimeOrNow>) -> rustix::fs::Timespec {
     rustix::fs::Timespec { tv_sec, tv_nsec }
 }
 
+/// Clear set-user-ID, set-group-ID where it marks an executable (not mandatory locking)
+/// and file capabilities, as the kernel does to a file an unprivileged user writes.
+fn kill_suidgid(f: &File) -> io::Result<()> {
+    let mode = f.metadata()?.mode();
+    let mut keep = mode & 0o7777 & !0o4000;
+    if mode & 0o2010 == 0o2010 {
+        keep &= !0o2000;
+    }
+    if keep != mode & 0o7777 {
+        f.set_permissions(fs::Permissions::from_mode(keep))?;
+    }
+    // Direct writes skip the kernel's own check of file capabilities.
+    match rustix::fs::fremovexattr(f, "security.capability") {
+        Ok(()) | Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOTSUP) => Ok(()),
+        Err(e) => Err(io::Error::from_raw_os_error(e.raw_os_error())),
+    }
+}
+
 impl Filesystem for TierFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // Without it the kernel asks for security.capability before every write (to
+        // see whether the write must drop privileges): a round trip per write. With
+        // it, the kernel remembers per inode that there is nothing to drop, and we
+        // clear set-ID bits ourselves when it says so (write) or when an unprivileged
+        // user truncates (setattr). Capabilities stay the kernel's: it checks them on
+        // the first write and after any security.* xattr changes.
+        if let Err(missing) = config.add_capabilities(InitFlags::FUSE_HANDLE_KILLPRIV_V2) {
+            eprintln!("dss-tier: kernel lacks {missing:?}; every write costs a getxattr");
+        }
+        // Lookups and readdirs of one directory in parallel (Swift's workers all work in
+        // the same few directories); each takes only the locks it needs here.
+        let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
+        self.no_opendir = config
+            .add_capabilities(InitFlags::FUSE_NO_OPENDIR_SUPPORT)
+            .is_ok();
+        // Shared mappings of a file whose handle is DIRECT (new since 6.6; older kernels
+        // refuse them with ENODEV, nothing worse).
+        let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent.0 == 1 && name == HIDDEN {
             return reply.error(Errno::ENOENT);
@@ -292,6 +389,10 @@ impl Filesystem for TierFs {
         self.core.meta(MetaKind::Directory, parent.0, false);
         match self.child(parent, name).and_then(|p| self.remember(p)) {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            // Inode 0 makes the kernel remember that the name does not exist (Swift
+            // looks for many files that are not there); every change to the directory
+            // comes through this mount, and the kernel drops the entry on a create.
+            Err(Errno::ENOENT) => reply.entry(&TTL, &negative_attr(), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -305,6 +406,8 @@ impl Filesystem for TierFs {
             n.lookups = n.lookups.saturating_sub(nlookup);
             if n.lookups == 0 {
                 nodes.map.remove(&ino.0);
+                // The kernel's page cache of the inode went with it.
+                self.direct_written.lock().unwrap().remove(&ino.0);
             }
         }
     }
@@ -343,7 +446,7 @@ impl Filesystem for TierFs {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -371,6 +474,11 @@ impl Filesystem for TierFs {
             }
             if let Some(len) = size {
                 let f = OpenOptions::new().write(true).open(&path).map_err(errno)?;
+                // FUSE_HANDLE_KILLPRIV_V2 leaves this to us; fuser does not pass on the
+                // kernel's CAP_FSETID verdict, so root stands for the privileged caller.
+                if mode.is_none() && req.uid() != 0 {
+                    kill_suidgid(&f).map_err(errno)?;
+                }
                 let md = f.metadata().map_err(errno)?;
                 self.core
                     .truncate(Self::file_id(&md), &f, md.size(), len)
@@ -428,19 +536,35 @@ impl Filesystem for TierFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let run = || -> Result<FileAttr, Errno> {
-            let path = self.child(parent, name)?;
-            self.core.meta(MetaKind::Directory, parent.0, true);
+        self.new_entry(parent, name, reply, |path| {
             fs::DirBuilder::new()
                 .mode(mode & !umask & 0o7777)
-                .create(&path)
-                .map_err(errno)?;
-            self.remember(path)
+                .create(path)
+                .map_err(errno)
+        });
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // mknod(2) takes a type of 0 for a regular file.
+        let kind = match mode & 0o170000 {
+            0 => rustix::fs::FileType::RegularFile,
+            t => rustix::fs::FileType::from_raw_mode(t),
         };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        let perm = rustix::fs::Mode::from_bits_truncate(mode & !umask & 0o7777);
+        self.new_entry(parent, name, reply, |path| {
+            // The kernel sends the device number encoded as mknodat(2) takes it.
+            rustix::fs::mknodat(rustix::fs::CWD, path, kind, perm, u64::from(rdev))
+                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -483,16 +607,9 @@ impl Filesystem for TierFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let run = || -> Result<FileAttr, Errno> {
-            let path = self.child(parent, link_name)?;
-            self.core.meta(MetaKind::Directory, parent.0, true);
-            std::os::unix::fs::symlink(target, &path).map_err(errno)?;
-            self.remember(path)
-        };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        self.new_entry(parent, link_name, reply, |path| {
+            std::os::unix::fs::symlink(target, path).map_err(errno)
+        });
     }
 
     fn rename(
@@ -570,9 +687,12 @@ impl Filesystem for TierFs {
             let path = self.path(ino)?;
             let f = open_file(&path, flags.0, None)?;
             self.truncate_on_open(&f, flags.0)?;
-            Ok(self.open_handle(ino.0, &path, f))
+            Ok(self.open_handle(ino.0, &path, f, false))
         };
         match run() {
+            Ok(fh) if self.direct_written.lock().unwrap().remove(&ino.0) => {
+                reply.opened(FileHandle(fh), FopenFlags::empty())
+            }
             Ok(fh) => reply.opened(FileHandle(fh), KEEP_CACHE),
             Err(e) => reply.error(e),
         }
@@ -588,6 +708,7 @@ impl Filesystem for TierFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let direct = flags & libc_o::O_EXCL != 0;
         let run = || -> Result<(FileAttr, u64), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
@@ -595,11 +716,12 @@ impl Filesystem for TierFs {
             let f = open_file(&path, flags | libc_o::O_CREAT, Some(mode & !umask & 0o7777))?;
             self.truncate_on_open(&f, flags)?;
             let attr = self.remember(path.clone())?;
-            let fh = self.open_handle(attr.ino.0, &path, f);
+            let fh = self.open_handle(attr.ino.0, &path, f, direct);
             Ok((attr, fh))
         };
+        let open = if direct { DIRECT } else { KEEP_CACHE };
         match run() {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), KEEP_CACHE),
+            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), open),
             Err(e) => reply.error(e),
         }
     }
@@ -637,13 +759,19 @@ impl Filesystem for TierFs {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let run = || -> Result<u32, Errno> {
             let h = self.handle(fh)?;
+            if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
+                kill_suidgid(&h.file).map_err(errno)?;
+            }
+            if h.direct {
+                self.direct_written.lock().unwrap().insert(h.ino);
+            }
             let class = self.data_class(&h);
             self.core
                 .write(&h.file, class, offset, data)
@@ -664,7 +792,9 @@ impl Filesystem for TierFs {
         _lo: LockOwner,
         reply: ReplyEmpty,
     ) {
-        reply.ok();
+        // Nothing to do at close (writes are synchronous, locks are the kernel's), and
+        // ENOSYS tells the kernel to stop sending a round trip per close().
+        reply.error(Errno::ENOSYS);
     }
 
     fn release(
@@ -701,6 +831,12 @@ impl Filesystem for TierFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Directory handles carry nothing here (readdir and fsyncdir go by inode):
+        // with FUSE_NO_OPENDIR_SUPPORT, ENOSYS spares the open and release round trips
+        // of every directory open from then on (Swift opens one to fsync it per PUT).
+        if self.no_opendir {
+            return reply.error(Errno::ENOSYS);
+        }
         match self.path(ino) {
             Ok(_) => reply.opened(FileHandle(0), FopenFlags::empty()),
             Err(e) => reply.error(e),
