@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
@@ -10,10 +12,22 @@ from swift_dss.deploy.generate import generate as generate_tree
 from swift_dss.deploy.inventory import InventoryError, load_inventory
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
 from swift_dss.deploy.netns import NetnsError
-from swift_dss.deploy.saio import SaioError
+from swift_dss.deploy.saio import TIER_MODES, SaioError
 
 DEFAULT_DIR = Path("run/local-cluster")
+F = TypeVar("F", bound=Callable[..., Any])
 EXPECTED = (InventoryError, SaioError, NetnsError, OSError, ValueError)
+
+
+def tier_mode_option(help: str) -> Callable[[F], F]:
+    """--tier-mode of the local cluster's commands."""
+    return click.option(
+        "--tier-mode",
+        type=click.Choice(["none", *TIER_MODES]),
+        default="dss",
+        show_default=True,
+        help=help,
+    )
 
 
 @click.group()
@@ -47,14 +61,20 @@ def describe(cluster: LocalCluster) -> str:
         f"Auth (v1.0):   {st['auth']}  user {cluster.user}  key {cluster.key}",
         f"Bridge:        {st['bridge']['name']} {st['bridge']['address']}/24",
         f"Directory:     {st['dir']}",
+        "Devices:       "
+        + ("plain directories" if st["tier_mode"] == "none" else f"dss-tier {st['tier_mode']}"),
         "Storage nodes:",
     ]
     for name, node in st["nodes"].items():
         procs = [p for p in st["processes"].values() if p["node"] == name]
         alive = sum(p["alive"] for p in procs)
+        tier = node.get("tier")
+        tier_text = ""
+        if tier is not None:
+            tier_text = f", dss-tier pid {tier['pid']} {'' if tier['mounted'] else 'NOT '}mounted"
         lines.append(
             f"  {name:<4} {node['ip']:<14} netns {node['namespace']:<16} "
-            f"{alive}/{len(procs)} processes up"
+            f"{alive}/{len(procs)} processes up{tier_text}"
         )
     return "\n".join(lines)
 
@@ -69,10 +89,24 @@ def local_cluster() -> None:
 @click.option("--nodes", type=int, default=4, show_default=True, help="Storage nodes.")
 @click.option("--replicas", type=int, default=3, show_default=True)
 @click.option("--port", type=int, default=0, show_default=True, help="Proxy port; 0 = any.")
+@tier_mode_option("dss-tier mode of every node's device; none: plain directories.")
+@click.option(
+    "--tier-cache-size", default="64MiB", show_default=True, help="Each node's SSD cache."
+)
 @one_line_errors(*EXPECTED)
-def up(dir_: Path, nodes: int, replicas: int, port: int) -> None:
+def up(
+    dir_: Path, nodes: int, replicas: int, port: int, tier_mode: str, tier_cache_size: str
+) -> None:
     """Start the cluster and return once the proxy answers; the servers keep running."""
-    cluster = LocalCluster(LocalClusterConfig(dir=dir_, nodes=nodes, replicas=replicas, port=port))
+    cfg = LocalClusterConfig(
+        dir=dir_,
+        nodes=nodes,
+        replicas=replicas,
+        port=port,
+        tier_mode=tier_mode,
+        tier_cache_size=tier_cache_size,
+    )
+    cluster = LocalCluster(cfg)
     cluster.up()
     click.echo(describe(cluster))
     click.echo(f"Stop it with:  dss deploy local-cluster down --dir {cluster.dir}")

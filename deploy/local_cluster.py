@@ -4,7 +4,11 @@ storage node in a network namespace of its own with its own address.
     root namespace: memcached 127.0.0.1:M, proxy 127.0.0.1:P (the tests' endpoint),
                     bridge dssbr-TAG 198.18.0.1/24
     namespace dss-TAG-sN: eth0 198.18.0.(10+N); account :6202, container :6201,
-                    object :6200 (egg:swift_dss#object), object replicator (ssync)
+                    object :6200 (egg:swift_dss#object), object replicator (ssync),
+                    rsync daemon :873 (account and container database replication)
+    dss-tier daemons: one per storage node's device, in the root namespace (a mount is
+                    not tied to a network namespace); their mounts reach the servers'
+                    mount namespaces because each node's devices/ is a shared mount
 
 The configs are those `dss deploy generate` writes for a real cluster, from an inventory
 built here, with directories of the cluster's own instead of /etc/swift and /srv/node.
@@ -14,20 +18,26 @@ Layout of DIR:
     rings/               the rings (builders too)
     proxy/etc/           swift.conf, proxy-server.conf
     nodes/sN/etc/        swift.conf, *-server.conf, rings
-    nodes/sN/devices/    a tmpfs holding the node's one device, d1
+    nodes/sN/devices/    a shared tmpfs holding the node's one device, d1: a dss-tier
+                         mount (tier modes), or a plain directory (tier mode none)
+    nodes/sN/backing/    tier modes: a tmpfs with d1's emulated SSD and HDD (d1/ssd, d1/hdd)
     nodes/sN/log/        one log per process, Swift's access log included
     nodes/sN/dssio-record.jsonl   every object I/O with its class (dssio_backend = record)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import json
+import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,15 +52,33 @@ from swift_dss.deploy.generate import (
 )
 from swift_dss.deploy.inventory import Cluster, Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.netns import NetnsError, Network
-from swift_dss.deploy.probes import free_ports, http, tcp_answers
+from swift_dss.deploy.probes import free_ports, http, rss_kib, tcp_answers
 from swift_dss.deploy.process_cluster import ProcessCluster
 from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
-from swift_dss.deploy.saio import SaioError, current_user, mount_tmpfs, release_devices
+from swift_dss.deploy.saio import (
+    SaioConfig,
+    SaioError,
+    current_user,
+    mount_tier,
+    mount_tmpfs,
+    mount_type,
+    read_proc,
+    release_devices,
+    run_quiet,
+    tier_binary,
+    tier_stats,
+    wait_tier_mounted,
+)
+
+from swift_dss.dssio.detect import TIER_FSTYPE
 
 STATE_FILE = "local-cluster.json"
 DEVICE = "d1"
 STORAGE_SERVERS = ("account", "container", "object")
+RSYNC_PORT = 873
+#: The tmpfs that holds a tier node's mount point (its data lives on the backing tmpfs).
+MOUNTPOINTS_SIZE = "16m"
 #: The operator policy of the local cluster: clients may set 0 and 11-31, never the
 #: storage system's own classes 1-10. max_ranges below what fits in one header line, so
 #: that the limit itself can be exercised (as in the all-in-one test cluster).
@@ -71,18 +99,45 @@ class LocalClusterConfig(ClusterConfig):
     replicas: int = 3
     port: int = 0
     workers: int = 1
+    #: Each node's backing tmpfs (tier modes: the device's SSD and HDD directories), or
+    #: the tmpfs holding its plain device directory (tier mode none).
     devices_size: str = "512m"
+    #: A dss-tier mode for every node's device (see docs/tier.md), or None / "none".
+    tier_mode: str | None = "dss"
+    tier_cache_size: str = "64MiB"
+    tier_policy: str = "reference"
+    tier_ssd_model: str = "none"
+    tier_hdd_model: str = "none"
     dssio_backend: str = "record"
     dss_options: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_DSS_OPTIONS))
     #: The replicator daemon's pause between passes; tests run passes themselves (--once).
     replicator_interval: int = 3600
     start_timeout: float = 120.0
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.tier_mode == "none":
+            self.tier_mode = None
+
     def validate(self) -> None:
         if not 1 <= self.nodes <= 200:
             raise ClusterError("nodes must be from 1 to 200")
         if not 1 <= self.replicas <= self.nodes:
             raise ClusterError(f"{self.replicas} replicas need 1 to {self.nodes} storage nodes")
+        if self.tier_mode is not None:
+            self.tier_config().validate()
+
+    def tier_config(self) -> SaioConfig:
+        """The tier settings in the form the all-in-one's tier mounting takes them."""
+        return SaioConfig(
+            dir=self.dir,
+            tier_mode=self.tier_mode,
+            tier_cache_size=self.tier_cache_size,
+            tier_policy=self.tier_policy,
+            tier_ssd_model=self.tier_ssd_model,
+            tier_hdd_model=self.tier_hdd_model,
+            devices_size=self.devices_size,
+        )
 
 
 def node_name(index: int) -> str:
@@ -123,6 +178,18 @@ class LocalCluster(ProcessCluster):
     def device_path(self, node: str) -> Path:
         return self.node_dir(node) / "devices" / DEVICE
 
+    def backing_dir(self, node: str) -> Path:
+        return self.node_dir(node) / "backing" / DEVICE
+
+    def ssd_dir(self, node: str) -> Path:
+        return self.backing_dir(node) / "ssd"
+
+    def hdd_dir(self, node: str) -> Path:
+        return self.backing_dir(node) / "hdd"
+
+    def tier_log(self, node: str) -> Path:
+        return self.node_dir(node) / "log" / f"tier-{DEVICE}.log"
+
     def record_log(self, node: str) -> Path:
         return self.node_dir(node) / "dssio-record.jsonl"
 
@@ -148,8 +215,9 @@ class LocalCluster(ProcessCluster):
             hash_path_suffix=st["hash_suffix"],
             user=current_user(),
             bin_dir=str(Path(sys.executable).parent),
-            # Devices are directories on a tmpfs, not mounted block devices.
-            mount_check=False,
+            # Tier devices are mounts: a node whose tier is down answers 507 rather than
+            # write into the bare mount point. Plain devices are directories on a tmpfs.
+            mount_check=self.cfg.tier_mode is not None,
             workers=str(self.cfg.workers),
             memcache_servers=[f"127.0.0.1:{st['memcached_port']}"],
             replicator={"concurrency": "1", "interval": str(self.cfg.replicator_interval)},
@@ -203,13 +271,46 @@ class LocalCluster(ProcessCluster):
     def _make_network(self) -> None:
         # The state file names the tag before anything exists, so `down` finds it all.
         self.net.make_bridge()
+        tiers = []
         for i, name in enumerate(self.node_names, start=1):
             self.net.make_node(i)
             devices = self.node_dir(name) / "devices"
-            mount_tmpfs(devices, self.cfg.devices_size)
-            self._state.data["mounts"].append({"path": str(devices), "kind": "tmpfs"})
-            self._state.save()
+            tiered = self.cfg.tier_mode is not None
+            self._add_tmpfs(devices, MOUNTPOINTS_SIZE if tiered else self.cfg.devices_size)
+            # Each server's namespace gets a copy of the mounts as they are when it starts
+            # (`ip netns exec` unshares them); a shared mount here makes a tier mounted or
+            # unmounted later (a restarted daemon) show there too.
+            run_quiet(["mount", "--make-shared", str(devices)], f"sharing {devices}")
             (devices / DEVICE).mkdir()
+            if tiered:
+                self._add_tmpfs(self.node_dir(name) / "backing", self.cfg.devices_size)
+                tiers.append(self._start_tier(name))
+        for mount in tiers:
+            wait_tier_mounted(mount)
+
+    def _add_tmpfs(self, path: Path, size: str) -> None:
+        mount_tmpfs(path, size)
+        self._state.data["mounts"].append({"path": str(path), "kind": "tmpfs"})
+        self._state.save()
+
+    def _start_tier(self, node: str) -> dict[str, Any]:
+        """Start NODE's dss-tier daemon (recorded at once, replacing an earlier record)."""
+        self.tier_log(node).parent.mkdir(parents=True, exist_ok=True)
+        record = mount_tier(
+            self.cfg.tier_config(),
+            tier_binary(),
+            self.backing_dir(node),
+            self.device_path(node),
+            self.tier_log(node),
+        )
+        mounts = self._state.data["mounts"]
+        old = [i for i, m in enumerate(mounts) if m["path"] == record["path"]]
+        if old:
+            mounts[old[0]] = record
+        else:
+            mounts.append(record)
+        self._state.save()
+        return record
 
     def _write_configs(self, inv: Inventory) -> None:
         rings = build_cluster_rings(inv, self.dir / "rings")
@@ -228,8 +329,17 @@ class LocalCluster(ProcessCluster):
                 },
             )
             configs = storage_configs(own, node, paths)
-            del configs["rsyncd.conf"]  # no database replication here (see docs/deployment.md)
+            configs["rsyncd.conf"] = self._local_rsyncd(configs["rsyncd.conf"], ndir)
             self._write_node(ndir, configs, rings)
+
+    @staticmethod
+    def _local_rsyncd(text: str, ndir: Path) -> str:
+        """A real node's rsyncd.conf with the node's own log and lock files; without a pid
+        file, which a killed daemon would leave behind to stop its restart."""
+        lines = [line for line in text.splitlines() if not line.startswith("pid file")]
+        text = "\n".join(lines) + "\n"
+        text = text.replace("/var/log/rsyncd.log", str(ndir / "log" / "rsyncd.log"))
+        return text.replace("/var/lock/", f"{ndir / 'cache'}/")
 
     @staticmethod
     def _write_node(ndir: Path, configs: dict[str, str], rings: list[Path]) -> None:
@@ -244,18 +354,23 @@ class LocalCluster(ProcessCluster):
         etc = ndir / "etc"
         return swiftrun.command(etc / "swift.conf", log, script, str(etc / conf), *args)
 
-    def _node_commands(self, node: str) -> dict[str, list[str]]:
+    def _node_commands(self, node: str) -> dict[str, tuple[list[str], Path]]:
+        """Name -> (command, log) of each process of NODE."""
         ndir = self.node_dir(node)
         cmds = {}
         for server in STORAGE_SERVERS:
             log = self.server_log(node, f"{server}-server")
-            cmds[f"{node}/{server}-server"] = self._swift_cmd(
-                ndir, f"swift-{server}-server", f"{server}-server.conf", log
+            cmds[f"{node}/{server}-server"] = (
+                self._swift_cmd(ndir, f"swift-{server}-server", f"{server}-server.conf", log),
+                log,
             )
         log = self.server_log(node, "object-replicator")
-        cmds[f"{node}/object-replicator"] = self._swift_cmd(
-            ndir, "swift-object-replicator", "object-server.conf", log
+        cmds[f"{node}/object-replicator"] = (
+            self._swift_cmd(ndir, "swift-object-replicator", "object-server.conf", log),
+            log,
         )
+        rsyncd = ["rsync", "--daemon", "--no-detach", f"--config={ndir / 'etc' / 'rsyncd.conf'}"]
+        cmds[f"{node}/rsyncd"] = (rsyncd, self.server_log(node, "rsyncd-output"))
         return cmds
 
     def _start(self, memcached: str) -> None:
@@ -280,6 +395,8 @@ class LocalCluster(ProcessCluster):
         for server in STORAGE_SERVERS:
             url = f"http://{self.node_ip(node)}:{self.ports[server]}/healthcheck"
             checks.append((f"{node}/{server}-server", lambda url=url: http(url)[0] == 200))
+        ip = self.node_ip(node)
+        checks.append((f"{node}/rsyncd", lambda: tcp_answers(RSYNC_PORT, ip)))
         return checks
 
     def _wait(self, checks: list[Check]) -> None:
@@ -292,6 +409,86 @@ class LocalCluster(ProcessCluster):
             checks += self._checks(node)
         checks.append(("proxy-server", self._proxy_serves))
         self._wait(checks)
+
+    # -- the tiers
+
+    def tier_record(self, node: str) -> dict[str, Any]:
+        path = str(self.device_path(node))
+        found = [m for m in self._state.mounts() if m["path"] == path and m["kind"] == "tier"]
+        if not found:
+            raise ClusterError(f"{node} has no dss-tier device (tier mode none)")
+        return found[0]
+
+    def tier_pid(self, node: str) -> int:
+        return int(self.tier_record(node)["pid"])
+
+    def tier_mounted(self, node: str) -> bool:
+        return mount_type(self.device_path(node)) == TIER_FSTYPE
+
+    def tier_stats(self, node: str) -> dict[str, Any]:
+        """`dss-tier stats --json` of NODE's device."""
+        return tier_stats(self.device_path(node))
+
+    def tier_content(self, node: str) -> dict[str, Any]:
+        """`dss-tier dump --json` of NODE's device: the cache's blocks by file and class."""
+        proc = subprocess.run(
+            [tier_binary(), "dump", "--json", str(self.device_path(node))],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise ClusterError(f"dss-tier dump of {node} failed: {proc.stderr.strip()}")
+        return json.loads(proc.stdout)
+
+    def kill_tier(self, node: str) -> None:
+        """SIGKILL NODE's dss-tier daemon (a crash: no write-back, the journal stays as it
+        is) and wait until its mount is gone, so that the node's servers answer 507."""
+        record = self.tier_record(node)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(record["pid"]), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (info := read_proc(int(record["pid"]))) and info[0] not in "ZX":
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{node}'s dss-tier (pid {record['pid']}) survived SIGKILL")
+            time.sleep(0.05)
+        # FUSE's auto-unmount helper lets the dead mount go; whatever is left, this does.
+        stuck = release_devices([record])
+        if stuck:
+            raise ClusterError(f"{node}'s dead dss-tier mount stays: {stuck}")
+
+    def start_tier(self, node: str) -> str:
+        """(Re)start NODE's dss-tier daemon on its SSD and HDD; return what it logged while
+        mounting (a journal replay, an SSD loss)."""
+        if self.tier_mounted(node):
+            raise ClusterError(f"{node}'s dss-tier is already mounted")
+        record = self._start_tier(node)
+        wait_tier_mounted(record)
+        with open(record["log"], "rb") as f:
+            f.seek(record["log_start"])
+            return f.read().decode(errors="replace")
+
+    def wipe_ssd(self, node: str) -> int:
+        """Empty NODE's SSD directory (a replaced SSD) while its tier is not mounted;
+        return how many files went."""
+        if self.tier_mounted(node):
+            raise ClusterError(f"{node}'s dss-tier is mounted: kill or unmount it first")
+        ssd = self.ssd_dir(node)
+        gone = sum(1 for p in ssd.rglob("*") if p.is_file())
+        shutil.rmtree(ssd)
+        ssd.mkdir()
+        return gone
+
+    def invalidate_lost(self, node: str, files: list[str]) -> list[str]:
+        """Make Swift rehash the partitions of FILES (paths on NODE's device that its tier
+        set aside after an SSD loss), so that replication sees them missing; return the
+        partitions. Swift caches each partition's hashes in hashes.pkl and would otherwise
+        go on reporting the lost objects as present."""
+        parts = sorted({"/".join(f.split("/")[:2]) for f in files if f.startswith("objects/")})
+        for part in parts:
+            (self.device_path(node) / part / "hashes.pkl").unlink(missing_ok=True)
+        return parts
 
     # -- faults and maintenance
 
@@ -307,10 +504,10 @@ class LocalCluster(ProcessCluster):
 
     def start_node(self, node: str, wait: bool = True) -> None:
         """(Re)start NODE's servers and replicator daemon."""
-        for name, cmd in self._node_commands(node).items():
+        for name, (cmd, log) in self._node_commands(node).items():
             if name in self._procs.records and self.alive(name):
                 continue
-            self._spawn(name, node, cmd, Path(cmd[cmd.index("--log-file") + 1]))
+            self._spawn(name, node, cmd, log)
         if wait:
             self._wait(self._checks(node))
 
@@ -323,22 +520,46 @@ class LocalCluster(ProcessCluster):
             else:
                 entry.unlink()
 
-    def run_replicator(self, node: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """One object replication pass on NODE (swift-object-replicator --once)."""
-        log = self.server_log(node, "object-replicator-once")
-        cmd = self._swift_cmd(
-            self.node_dir(node), "swift-object-replicator", "object-server.conf", log, "--once"
-        )
-        proc = subprocess.run(
-            [*self.net.exec_prefix(int(node[1:])), *cmd],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise ClusterError(f"replicator on {node} exited {proc.returncode}: {log_tail(log)}")
-        return proc
+    def run_replicator(self, node: str, kind: str = "object", timeout: float = 300) -> None:
+        """One replication pass of KIND (object, container, account) on NODE
+        (swift-KIND-replicator --once)."""
+        self.run_replicators([node], kind, timeout)
+
+    def run_replicators(self, nodes: list[str], kind: str = "object", timeout: float = 300) -> None:
+        """One replication pass of KIND on each of NODES, side by side (the passes of a
+        real cluster's nodes overlap as well)."""
+        procs = {}
+        for node in nodes:
+            log = self.server_log(node, f"{kind}-replicator-once")
+            cmd = self._swift_cmd(
+                self.node_dir(node),
+                f"swift-{kind}-replicator",
+                f"{kind}-server.conf",
+                log,
+                "--once",
+            )
+            procs[node] = (
+                subprocess.Popen(
+                    [*self.net.exec_prefix(int(node[1:])), *cmd],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                ),
+                log,
+            )
+        deadline = time.monotonic() + timeout
+        failed = []
+        for node, (proc, log) in procs.items():
+            try:
+                code = proc.wait(max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                code = -9
+            if code != 0:
+                failed.append(f"{kind} replicator on {node} exited {code}: {log_tail(log)}")
+        if failed:
+            raise ClusterError("; ".join(failed))
 
     def object_replicas(self, account: str, container: str, obj: str) -> tuple[int, list[str]]:
         """(partition, primary nodes) of an object, from the object ring."""
@@ -360,7 +581,8 @@ class LocalCluster(ProcessCluster):
     # -- down
 
     def down(self, timeout: float = 15.0) -> None:
-        """Stop every process, unmount every tmpfs, delete the namespaces and the bridge."""
+        """Stop every process, unmount every tier (after its write-back) and tmpfs, delete
+        the namespaces and the bridge."""
         left = self._procs.stop_all(timeout)
         stuck = release_devices(self._state.mounts())
         net_left = self.net.remove()
@@ -383,14 +605,36 @@ class LocalCluster(ProcessCluster):
             "auth": self.auth_url,
             "account": self.account_url,
             "bridge": {"name": self.net.bridge, "address": Network.bridge_address()},
-            "nodes": {
-                n: {"namespace": self.net.namespace(int(n[1:])), "ip": self.node_ip(n)}
-                for n in self.node_names
-            },
+            "tier_mode": self.cfg.tier_mode or "none",
+            "nodes": {n: self._node_status(n) for n in self.node_names},
             "namespaces": self.net.namespaces(),
             "processes": processes,
             "mounts": self._mount_paths(),
         }
+
+    def _node_status(self, node: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "namespace": self.net.namespace(int(node[1:])),
+            "ip": self.node_ip(node),
+            "device": str(self.device_path(node)),
+        }
+        if self.cfg.tier_mode is not None:
+            try:
+                pid: int | None = self.tier_pid(node)
+            except ClusterError:
+                pid = None
+            out["tier"] = {"pid": pid, "mounted": self.tier_mounted(node)}
+        return out
+
+    def daemon_rss_kib(self) -> dict[str, int]:
+        """Resident memory of every tier daemon and server process (workers included)."""
+        out = {}
+        if self.cfg.tier_mode is not None:
+            for node in self.node_names:
+                out[f"{node}/dss-tier"] = rss_kib(self.tier_pid(node))
+        for name, record in self._procs.records.items():
+            out[name] = sum(rss_kib(pid) for pid in self._procs.members(record))
+        return out
 
 
 __all__ = ["ClusterError", "LocalCluster", "LocalClusterConfig", "NetnsError"]

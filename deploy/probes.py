@@ -28,9 +28,21 @@ def free_ports(count: int) -> list[int]:
         return [sock.getsockname()[1] for sock in socks]
 
 
-def tcp_answers(port: int) -> bool:
+def rss_kib(pid: int) -> int:
+    """Resident memory of PID in KiB (0 once it is gone)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tcp_answers(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
             return True
     except OSError:
         return False

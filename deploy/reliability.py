@@ -20,18 +20,28 @@ from typing import Any
 import click
 import requests
 from swift_dss.deploy.bad_inputs import BadInput, corpus, mutations
+from swift_dss.deploy.deploy_cli import tier_mode_option
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
 
 from swift_dss.formats import ClassMap, classmap_from_headers, classmap_to_headers, from_sysmeta
 
 ALLOWED = (0, *range(11, 32))
-LOSS_KEYS = ("objects_lost", "objects_corrupt", "failed_gets_of_acknowledged_objects")
-NOT_RUN = {
+LOSS_KEYS = (
+    "objects_lost",
+    "objects_corrupt",
+    "failed_gets_of_acknowledged_objects",
+    "stale_reads_after_ssd_loss",
+)
+NEEDS_TIER = {
     "tier_daemon_kill": "needs dss-tier (kill -9 of the tier daemon during load)",
     "ssd_cache_loss": "needs dss-tier (loss of a node's SSD cache)",
-    "soak": "needs dss-tier and the paper's workload at capacity for >= 10 min",
     "tier_stats": "needs dss-tier (classes of rebuilt replicas in `dss-tier stats`)",
 }
+#: A daemon's memory counts as flat unless the last quarter of the soak holds more than
+#: this much above the second quarter (after the warm-up), both as medians, ...
+MEMORY_GROWTH_PCT = 20.0
+#: ... and more than this in absolute terms (small daemons wobble by a few MiB).
+MEMORY_GROWTH_MIN_KIB = 16 * 1024
 
 
 class Client:
@@ -50,9 +60,23 @@ class Client:
         )
 
     def direct_head(self, node: str, part: int, path: str) -> requests.Response:
+        return self.direct("HEAD", node, part, path)
+
+    def direct(self, method: str, node: str, part: int, path: str) -> requests.Response:
+        """METHOD straight to NODE's object server, past the proxy."""
         port = self.cluster.ports["object"]
         url = f"http://{self.cluster.node_ip(node)}:{port}/d1/{part}/{path}"
-        return self.session.head(url, headers={"X-Backend-Storage-Policy-Index": "0"}, timeout=30)
+        headers = {"X-Backend-Storage-Policy-Index": "0"}
+        return self.session.request(method, url, headers=headers, timeout=60)
+
+    def thread_copy(self) -> Client:
+        """The same login with a session of its own (requests sessions are not
+        thread-safe)."""
+        client = Client.__new__(Client)
+        client.__dict__.update(self.__dict__)
+        client.session = requests.Session()
+        client.session.trust_env = False
+        return client
 
 
 @dataclass
@@ -113,19 +137,40 @@ def data_files(cluster: LocalCluster, node: str, part: int, obj_hash: str) -> li
 
 
 def recorded_writes(log: Path, start: int) -> dict[str, list[tuple[int, int, int]]]:
-    """Object hash -> (offset, length, class) of each write the record backend logged."""
+    """Object hash -> (offset, length, class) of each write the record backend logged.
+
+    Swift writes a new object into a temporary file: an unnamed one in the object's own
+    directory where the filesystem has O_TMPFILE (tmpfs: the path names the hash), else a
+    named one in the device's tmp/ (FUSE, so a dss-tier mount). Writes of the latter are
+    keyed by that file's path.
+    """
     out: dict[str, list[tuple[int, int, int]]] = {}
     with open(log, "rb") as f:
         f.seek(start)
         for line in f.read().splitlines():
             rec = json.loads(line)
             parts = rec["path"].split("/")
-            if rec["op"] != "write" or "objects" not in parts:
+            if rec["op"] != "write":
                 continue
-            # .../objects/PART/SUFFIX/HASH/<temp file>
-            obj_hash = parts[parts.index("objects") + 3]
-            out.setdefault(obj_hash, []).append((rec["offset"], rec["length"], rec["class"]))
+            if "objects" in parts:
+                # .../objects/PART/SUFFIX/HASH/<temp file>
+                key = parts[parts.index("objects") + 3]
+            elif "tmp" in parts:
+                key = rec["path"]
+            else:
+                continue
+            out.setdefault(key, []).append((rec["offset"], rec["length"], rec["class"]))
     return out
+
+
+def writes_of(
+    writes: dict[str, list[tuple[int, int, int]]], obj_hash: str, size: int
+) -> list[list[tuple[int, int, int]]]:
+    """The candidates for one object's recorded writes: those keyed by its hash, or else
+    those of each temporary file written to exactly SIZE bytes."""
+    if obj_hash in writes:
+        return [writes[obj_hash]]
+    return [w for key, w in writes.items() if "/" in key and max(o + n for o, n, _ in w) == size]
 
 
 def classes_of_bytes(cmap: ClassMap, size: int) -> list[int]:
@@ -168,9 +213,96 @@ def replica_problems(cluster: LocalCluster, client: Client, obj: Stored) -> list
     return problems
 
 
-def replicate_all(cluster: LocalCluster) -> int:
-    for node in cluster.node_names:
-        cluster.run_replicator(node)
+def replica_content_problems(cluster: LocalCluster, client: Client, obj: Stored) -> list[str]:
+    """Every primary serves the object's exact bytes (a GET straight to its object
+    server)."""
+    account = cluster.account
+    container, name = obj.path.split("/", 1)
+    part, nodes = cluster.object_replicas(account, container, name)
+    problems = []
+    for node in nodes:
+        resp = client.direct("GET", node, part, f"{account}/{obj.path}")
+        if resp.status_code != 200:
+            problems.append(f"{obj.path} on {node}: GET {resp.status_code}")
+        elif hashlib.sha256(resp.content).hexdigest() != obj.sha256:
+            problems.append(f"{obj.path} on {node}: corrupt ({len(resp.content)} bytes)")
+    return problems
+
+
+def replicas_of(cluster: LocalCluster, obj: Stored) -> tuple[int, list[str]]:
+    return cluster.object_replicas(cluster.account, *obj.path.split("/", 1))
+
+
+def class_growth(before: dict[str, Any], after: dict[str, Any]) -> dict[int, int]:
+    """Bytes per class that a tier took in between two `dss-tier stats`: cached,
+    bypassed to the HDD or evicted (files removed in between would count against it)."""
+    keys = ("cached_bytes", "bypassed_bytes", "evicted_bytes")
+    out = {}
+    for cls in set(before["classes"]) | set(after["classes"]):
+        grown = sum(
+            after["classes"].get(cls, {}).get(k, 0) - before["classes"].get(cls, {}).get(k, 0)
+            for k in keys
+        )
+        out[int(cls)] = grown
+    return out
+
+
+def block_classes(obj: Stored, block_size: int) -> list[set[int]]:
+    """The classes of the bytes of each BLOCK_SIZE block of OBJ's data."""
+    return [
+        {obj.classes.class_at(i) for i in range(start, min(start + block_size, obj.size), 512)}
+        for start in range(0, obj.size, block_size)
+    ]
+
+
+def whole_block_classes(obj: Stored, block_size: int) -> set[int]:
+    """The classes other than 0 that some block of OBJ holds alone: what a tier must have
+    been told (a block of several classes takes one of them)."""
+    return {
+        c for classes in block_classes(obj, block_size) if len(classes) == 1 for c in classes
+    } - {0}
+
+
+def tier_block_problems(cluster: LocalCluster, node: str, obj: Stored) -> tuple[int, list[str]]:
+    """(blocks checked, problems): each block of OBJ's .data file that NODE's tier caches
+    carries the class the object gives every byte of that block (`dss-tier dump`).
+    Blocks that mix classes, or hold class 0 (the tier classifies those itself), are
+    left out."""
+    account = cluster.account
+    container, name = obj.path.split("/", 1)
+    part, _ = cluster.object_replicas(account, container, name)
+    obj_hash = cluster.object_hash(account, container, name)
+    folder = cluster.hdd_dir(node) / "objects" / str(part) / obj_hash[-3:] / obj_hash
+    files = sorted(folder.glob("*.data")) if folder.is_dir() else []
+    if not files:
+        return 0, [f"{obj.path} on {node}: no .data file on the tier's HDD"]
+    content = cluster.tier_content(node)
+    bs = content["block_size"]
+    ino = files[-1].stat().st_ino
+    blocks = block_classes(obj, bs)
+    checked, problems = 0, []
+    for ext in content["extents"]:
+        if ext["file"] != ino:
+            continue
+        for index in range(ext["index"], min(ext["index"] + ext["blocks"], len(blocks))):
+            classes = set(blocks[index])
+            if len(classes) != 1 or classes == {0}:
+                continue
+            checked += 1
+            if ext["class"] not in classes:
+                problems.append(
+                    f"{obj.path} on {node}: block {index} cached as class {ext['class']}, "
+                    f"the object gives it {classes.pop()}"
+                )
+    return checked, problems
+
+
+def replicate_all(cluster: LocalCluster, databases: bool = False) -> int:
+    """A replication pass on every node: objects, and with DATABASES account and container
+    databases first (after a fault that destroyed some)."""
+    kinds = ("account", "container", "object") if databases else ("object",)
+    for kind in kinds:
+        cluster.run_replicators(cluster.node_names, kind)
     return len(cluster.node_names)
 
 
@@ -190,33 +322,45 @@ def classes_survive_wipe(
             raise RuntimeError(f"PUT {container}/o{i} failed on a healthy cluster")
         stored.append(obj)
     before = [p for o in stored for p in replica_problems(cluster, client, o)]
-    on_victim = [
-        o
-        for o in stored
-        if victim in cluster.object_replicas(cluster.account, *o.path.split("/", 1))[1]
-    ]
+    on_victim = [o for o in stored if victim in replicas_of(cluster, o)[1]]
     log = cluster.record_log(victim)
     start = log.stat().st_size if log.exists() else 0
     cluster.wipe_device(victim)
     after_wipe = sum(
         client.direct_head(
-            victim,
-            cluster.object_replicas(cluster.account, *o.path.split("/", 1))[0],
-            f"{cluster.account}/{o.path}",
+            victim, replicas_of(cluster, o)[0], f"{cluster.account}/{o.path}"
         ).status_code
         == 200
         for o in on_victim
     )
-    replicate_all(cluster)
+    tiered = cluster.cfg.tier_mode is not None
+    stats_before = cluster.tier_stats(victim) if tiered else None
+    replicate_all(cluster, databases=True)
     problems = [p for o in stored for p in replica_problems(cluster, client, o)]
+    tier: dict[str, Any] | None = None
+    if stats_before is not None:
+        grown = class_growth(stats_before, cluster.tier_stats(victim))
+        bs = stats_before["block_size"]
+        wanted = {c for o in on_victim for c in whole_block_classes(o, bs)}
+        checks = [tier_block_problems(cluster, victim, o) for o in on_victim]
+        tier = {
+            "classes_of_rebuilt_replicas": sorted(wanted),
+            "bytes_per_class_taken_in": {str(c): grown[c] for c in sorted(grown) if grown[c]},
+            "classes_missing_from_stats": sorted(c for c in wanted if grown.get(c, 0) <= 0),
+            "cached_blocks_checked": sum(n for n, _ in checks),
+            "cached_blocks_with_wrong_class": [p for _, ps in checks for p in ps],
+        }
     writes = recorded_writes(log, start) if log.exists() else {}
     wrong_writes = [
         o.path
         for o in on_victim
-        if not writes_match(
-            writes.get(cluster.object_hash(cluster.account, *o.path.split("/", 1)), []),
-            o.classes,
-            o.size,
+        # Another file of the same size written with this object's class map, byte for
+        # byte, is too unlikely to count.
+        if not any(
+            writes_match(w, o.classes, o.size)
+            for w in writes_of(
+                writes, cluster.object_hash(cluster.account, *o.path.split("/", 1)), o.size
+            )
         )
     ]
     via_proxy = [p for o in stored if (p := check_via_proxy(client, o))]
@@ -229,6 +373,7 @@ def classes_survive_wipe(
         "replica_problems": problems,
         "rebuilt_with_wrong_classes": wrong_writes,
         "proxy_problems": via_proxy,
+        "tier": tier,
         "objects_lost": sum("HEAD 404" in p for p in problems),
     }
 
@@ -250,11 +395,7 @@ class Load:
 
     def worker(self, index: int) -> None:
         rng = random.Random(self.seed * 1000 + index)
-        # A session per thread: requests sessions are not thread-safe.
-        client = Client.__new__(Client)
-        client.__dict__.update(self.client.__dict__)
-        client.session = requests.Session()
-        client.session.trust_env = False
+        client = self.client.thread_copy()
         n = 0
         while not self.stop.is_set():
             with self.lock:
@@ -284,6 +425,21 @@ class Load:
                 else:
                     self.acknowledged.append(obj)
 
+    def start(self, threads: int) -> list[threading.Thread]:
+        workers = [threading.Thread(target=self.worker, args=(i,)) for i in range(threads)]
+        for t in workers:
+            t.start()
+        return workers
+
+    def finish(self, workers: list[threading.Thread]) -> None:
+        self.stop.set()
+        for t in workers:
+            t.join()
+
+    def acked(self) -> int:
+        with self.lock:
+            return len(self.acknowledged)
+
 
 def node_killed_under_load(
     cluster: LocalCluster,
@@ -298,19 +454,14 @@ def node_killed_under_load(
     container = f"load-{uuid.uuid4().hex[:8]}"
     client.request("PUT", container)
     load = Load(client, container, seed)
-    workers = [threading.Thread(target=load.worker, args=(i,)) for i in range(threads)]
-    for t in workers:
-        t.start()
+    workers = load.start(threads)
     try:
         time.sleep(duration / 3)
         killed = cluster.kill_node(victim)
-        with load.lock:
-            acked_at_kill = len(load.acknowledged)
+        acked_at_kill = load.acked()
         time.sleep(duration * 2 / 3)
     finally:
-        load.stop.set()
-        for t in workers:
-            t.join()
+        load.finish(workers)
     while_down = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
     cluster.start_node(victim)
     replicate_all(cluster)
@@ -331,6 +482,234 @@ def node_killed_under_load(
         "replica_problems_after_repair": replicas,
         "objects_lost": sum(" GET 404" in p for p in problems),
         "objects_corrupt": sum("corrupt" in p for p in problems),
+    }
+
+
+# --- the tier daemon killed under load ------------------------------------------------------
+
+
+def tier_killed_under_load(
+    cluster: LocalCluster,
+    client: Client,
+    duration: float = 20.0,
+    victim: str = "s1",
+    threads: int = 3,
+    seed: int = 4,
+) -> dict[str, Any]:
+    """PUT/GET load; VICTIM's dss-tier SIGKILLed a third of the way in (its servers answer
+    507 meanwhile) and restarted on its journal at two thirds; then verify every
+    acknowledged object through the proxy and on every primary, before and after
+    replication."""
+    container = f"tierkill-{uuid.uuid4().hex[:8]}"
+    client.request("PUT", container)
+    load = Load(client, container, seed)
+    # Some data on the victim's cache before the kill, so that the replay has work.
+    workers = load.start(threads)
+    try:
+        time.sleep(duration / 3)
+        dirty_before = cluster.tier_stats(victim)["dirty_entries"]
+        cluster.kill_tier(victim)
+        acked_at_kill = load.acked()
+        time.sleep(duration / 3)
+        replay_log = cluster.start_tier(victim)
+        acked_at_restart = load.acked()
+        time.sleep(duration / 3)
+    finally:
+        load.finish(workers)
+    replay = [line for line in replay_log.splitlines() if "journal replayed" in line]
+    after_restart = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
+    replicate_all(cluster)
+    after = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
+    replicas = [p for o in load.acknowledged for p in replica_problems(cluster, client, o)]
+    contents = [p for o in load.acknowledged for p in replica_content_problems(cluster, client, o)]
+    problems = after_restart + after + contents
+    return {
+        "duration_s": duration,
+        "victim": victim,
+        "dirty_blocks_at_kill": dirty_before,
+        "journal_replay": replay,
+        "objects_acknowledged": len(load.acknowledged),
+        "acknowledged_before_kill": acked_at_kill,
+        "acknowledged_while_tier_down": acked_at_restart - acked_at_kill,
+        "puts_failed": load.puts_failed,
+        "gets_during_load": load.gets,
+        "failed_gets_of_acknowledged_objects": load.failed_gets,
+        "problems_after_restart": after_restart,
+        "problems_after_repair": after,
+        "replica_problems_after_repair": replicas + contents,
+        "objects_lost": sum(" GET 404" in p for p in problems),
+        "objects_corrupt": sum("corrupt" in p for p in problems),
+    }
+
+
+# --- a node's SSD cache lost -----------------------------------------------------------------
+
+
+def ssd_cache_lost(
+    cluster: LocalCluster, client: Client, objects: int = 24, victim: str = "s4", seed: int = 5
+) -> dict[str, Any]:
+    """Store objects (their replicas on VICTIM still dirty in its SSD cache), SIGKILL
+    VICTIM's dss-tier, empty its SSD, remount: the tier must report the loss and never
+    serve a stale copy; then Swift's replicators restore every replica."""
+    rng = random.Random(seed)
+    container = f"ssdloss-{uuid.uuid4().hex[:8]}"
+    client.request("PUT", container)
+    stored = []
+    for i in range(objects):
+        size = 3000 + 977 * i
+        obj = put(client, f"{container}/o{i}", rng.randbytes(size), random_classes(rng, size))
+        if obj is None:
+            raise RuntimeError(f"PUT {container}/o{i} failed on a healthy cluster")
+        stored.append(obj)
+    on_victim = [o for o in stored if victim in replicas_of(cluster, o)[1]]
+    dirty = cluster.tier_stats(victim)["dirty_entries"]
+    cluster.kill_tier(victim)
+    wiped = cluster.wipe_ssd(victim)
+    mount_log = cluster.start_tier(victim)
+    stats = cluster.tier_stats(victim)
+    events = stats.get("ssd_loss") or []
+    lost_files = [f for ev in events for f in ev["files"]]
+    # Before any repair: the victim answers each of its objects with the right bytes or
+    # not at all, never with what its HDD held before the lost write-back.
+    stale, missing_on_victim = [], 0
+    for o in on_victim:
+        part, _ = replicas_of(cluster, o)
+        resp = client.direct("GET", victim, part, f"{cluster.account}/{o.path}")
+        if resp.status_code == 404:
+            missing_on_victim += 1
+        elif resp.status_code != 200 or hashlib.sha256(resp.content).hexdigest() != o.sha256:
+            stale.append(f"{o.path} on {victim}: GET {resp.status_code}, wrong bytes")
+    before_repair = [p for o in stored if (p := check_via_proxy(client, o))]
+    partitions = cluster.invalidate_lost(victim, lost_files)
+    replicate_all(cluster, databases=True)
+    after = [p for o in stored if (p := check_via_proxy(client, o))]
+    replicas = [p for o in stored for p in replica_problems(cluster, client, o)]
+    contents = [p for o in stored for p in replica_content_problems(cluster, client, o)]
+    problems = before_repair + after + contents
+    return {
+        "victim": victim,
+        "objects": len(stored),
+        "replicas_on_victim": len(on_victim),
+        "dirty_blocks_at_kill": dirty,
+        "ssd_files_wiped": wiped,
+        "tier_reported": [line for line in mount_log.splitlines() if "SSD cache lost" in line],
+        "loss_events_in_stats": len(events),
+        "files_set_aside": len(lost_files),
+        "object_files_set_aside": sum(f.endswith(".data") for f in lost_files),
+        "replicas_missing_on_victim_before_repair": missing_on_victim,
+        "stale_reads": stale,
+        "failed_gets_of_acknowledged_objects": before_repair,
+        "partitions_rehashed": len(partitions),
+        "problems_after_repair": after,
+        "replica_problems_after_repair": replicas + contents,
+        "objects_lost": sum(" GET 404" in p for p in problems),
+        "objects_corrupt": sum("corrupt" in p for p in problems),
+    }
+
+
+# --- the soak --------------------------------------------------------------------------------
+
+
+def soak_workload(duration: float, concurrency: int, scale: float, prefill: int) -> Any:
+    """The paper's workload (object types, sizes, classes) as a steady state: a prefill,
+    then DURATION seconds of GET:PUT:DELETE 2:1:1 (the data set stays the same size)."""
+    from dataclasses import replace
+
+    from swift_dss.loadgen.workload import Phase, load
+
+    paper = load("paper").with_options(scale=scale, concurrency=concurrency, containers=10)
+    phases = (
+        Phase("create", (("create_containers", 1.0),)),
+        Phase("prefill", (("put", 1.0),), count=prefill),
+        Phase("steady", (("get", 2.0), ("put", 1.0), ("delete", 1.0)), duration=duration),
+        Phase("delete", (("delete", 1.0),)),
+    )
+    return replace(paper, phases=phases, container_prefix=f"soak{uuid.uuid4().hex[:6]}")
+
+
+def memory_verdict(samples: list[tuple[float, dict[str, int]]]) -> dict[str, dict[str, Any]]:
+    """Per process: RSS medians of the second and the last quarter of the samples, and
+    whether it grew by more than MEMORY_GROWTH_PCT and MEMORY_GROWTH_MIN_KIB."""
+    out: dict[str, dict[str, Any]] = {}
+    n = len(samples)
+    if n < 8:
+        return out
+    q2, q4 = samples[n // 4 : n // 2], samples[3 * n // 4 :]
+    for name in samples[0][1]:
+        early = sorted(s[1].get(name, 0) for s in q2)[len(q2) // 2]
+        late = sorted(s[1].get(name, 0) for s in q4)[len(q4) // 2]
+        grew = late - early
+        out[name] = {
+            "rss_kib_second_quarter": early,
+            "rss_kib_last_quarter": late,
+            "rss_kib_max": max(s[1].get(name, 0) for s in samples),
+            "growing": grew > MEMORY_GROWTH_MIN_KIB and grew > early * MEMORY_GROWTH_PCT / 100,
+        }
+    return out
+
+
+def soak(
+    cluster: LocalCluster,
+    duration: float = 600.0,
+    concurrency: int = 16,
+    scale: float = 0.01,
+    prefill: int = 400,
+    interval: float = 10.0,
+) -> dict[str, Any]:
+    """The paper's workload at the cluster's capacity (closed loop, CONCURRENCY transfers
+    in flight, GETs verified byte for byte) for DURATION seconds, every daemon's resident
+    memory sampled every INTERVAL seconds."""
+    from swift_dss.loadgen.protocols import Credentials
+    from swift_dss.loadgen.runner import run as run_workload
+
+    # A short soak (a test's) gets a prefill in proportion.
+    workload = soak_workload(duration, concurrency, scale, min(prefill, max(20, int(duration * 2))))
+    creds = Credentials(cluster.user, cluster.key, auth_url=cluster.auth_url)
+    samples: list[tuple[float, dict[str, int]]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        t0 = time.monotonic()
+        while not done.is_set():
+            samples.append((round(time.monotonic() - t0, 1), cluster.daemon_rss_kib()))
+            done.wait(interval)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        result = run_workload(workload, cluster.proxy_url, "swift", creds, verify=True)
+    finally:
+        done.set()
+        sampler.join()
+    rows = [r for r in result.recorder.rows() if r["type"] is None]
+    memory = memory_verdict(samples)
+    steady = [r for r in rows if r["phase"] == "steady"]
+    return {
+        "workload": "paper",
+        "duration_s": duration,
+        "concurrency": concurrency,
+        "scale": scale,
+        "requests": sum(r["ops"] for r in rows),
+        "failures": sum(r["failures"] for r in rows),
+        "failures_by_phase_and_op": {
+            f"{r['phase']}/{r['op']}": {k: v for k, v in r["codes"].items() if k[:1] != "2"}
+            for r in rows
+            if r["failures"]
+        },
+        "steady_ops_per_s": round(sum(r["ops_per_s"] for r in steady), 1),
+        "steady_mbps": round(sum(r["mbps"] for r in steady), 2),
+        "puts_acknowledged": sum(r["ops"] - r["failures"] for r in rows if r["op"] == "put"),
+        "gets_verified": sum(r["ops"] - r["failures"] for r in rows if r["op"] == "get"),
+        "rss_samples": len(samples),
+        "memory": memory,
+        "tier_memory_growing": sorted(
+            n for n, m in memory.items() if n.endswith("/dss-tier") and m["growing"]
+        ),
+        "server_memory_growing": sorted(
+            n for n, m in memory.items() if not n.endswith("/dss-tier") and m["growing"]
+        ),
+        "warnings": result.warnings,
+        "rss_series": [{"t": t, **rss} for t, rss in samples],
     }
 
 
@@ -433,29 +812,80 @@ def run_all(
     duration: float,
     fuzz: int,
     extra: Iterable[BadInput] = (),
+    soak_duration: float = 0.0,
+    soak_concurrency: int = 16,
 ) -> dict[str, Any]:
+    """Every scenario in turn on CLUSTER; the summary's loss figures must all be 0."""
     client = Client(cluster)
     started = time.time()
+    tiered = cluster.cfg.tier_mode is not None
     wipe = classes_survive_wipe(cluster, client, objects=max(24, int(duration)))
     kill = node_killed_under_load(cluster, client, duration=duration)
+    scenarios: dict[str, Any] = {"device_wipe": wipe, "node_kill_under_load": kill}
+    not_run: dict[str, str] = {}
+    if tiered:
+        scenarios["tier_kill_under_load"] = tier_killed_under_load(cluster, client, duration)
+        scenarios["ssd_cache_loss"] = ssd_cache_lost(cluster, client, max(24, int(duration)))
+    else:
+        not_run.update(NEEDS_TIER)
     bad = abuse(cluster, client, extra, fuzz=fuzz)
-    lost = wipe["objects_lost"] + kill["objects_lost"]
+    scenarios["abuse"] = {k: v for k, v in bad.items() if k != "results"}
+    if soak_duration > 0:
+        scenarios["soak"] = soak(cluster, soak_duration, soak_concurrency)
+    else:
+        not_run["soak"] = "not asked for (--soak-duration 0)"
+    loads = [
+        s for k, s in scenarios.items() if k in ("node_kill_under_load", "tier_kill_under_load")
+    ]
+    loss = scenarios.get("ssd_cache_loss")
+    soaked = scenarios.get("soak")
+    tier_wipe = wipe["tier"] or {}
+    soak_get_failures = (
+        sum(
+            sum(codes.values())
+            for key, codes in soaked["failures_by_phase_and_op"].items()
+            if key.endswith("/get")
+        )
+        if soaked
+        else 0
+    )
     summary = {
-        "objects_acknowledged": wipe["objects"] + kill["objects_acknowledged"],
-        "objects_lost": lost,
-        "objects_corrupt": kill["objects_corrupt"],
-        "faults_injected": 2,  # one device wiped, one storage node killed
+        "objects_acknowledged": wipe["objects"]
+        + sum(s["objects_acknowledged"] for s in loads)
+        + (loss["objects"] if loss else 0)
+        + (soaked["puts_acknowledged"] if soaked else 0),
+        "objects_lost": wipe["objects_lost"]
+        + sum(s["objects_lost"] for s in loads)
+        + (loss["objects_lost"] if loss else 0),
+        "objects_corrupt": sum(s["objects_corrupt"] for s in loads)
+        + (loss["objects_corrupt"] if loss else 0)
+        + sum(
+            codes.get("corrupt", 0)
+            for codes in (soaked or {}).get("failures_by_phase_and_op", {}).values()
+        ),
+        # A device wiped, a node killed, a tier daemon killed, an SSD lost.
+        "faults_injected": 2 + (2 if tiered else 0),
         "bad_inputs_tried": bad["bad_inputs_tried"],
         "bad_inputs_5xx": len(bad["bad_inputs_5xx"]),
-        "failed_gets_of_acknowledged_objects": len(kill["failed_gets_of_acknowledged_objects"]),
+        "failed_gets_of_acknowledged_objects": sum(
+            len(s["failed_gets_of_acknowledged_objects"]) for s in loads
+        )
+        + (len(loss["failed_gets_of_acknowledged_objects"]) if loss else 0)
+        + soak_get_failures,
+        "stale_reads_after_ssd_loss": len(loss["stale_reads"]) if loss else 0,
+        "ssd_loss_reported": bool(loss and loss["loss_events_in_stats"]) if loss else None,
         "replicas_with_wrong_classes": len(wipe["replica_problems"])
         + len(wipe["rebuilt_with_wrong_classes"])
-        + len(kill["replica_problems_after_repair"]),
+        + len(tier_wipe.get("classes_missing_from_stats", []))
+        + len(tier_wipe.get("cached_blocks_with_wrong_class", []))
+        + sum(len(s["replica_problems_after_repair"]) for s in loads)
+        + (len(loss["replica_problems_after_repair"]) if loss else 0),
+        "soak_failures": soaked["failures"] if soaked else 0,
+        "soak_tier_memory_growing": len(soaked["tier_memory_growing"]) if soaked else 0,
         "refused_inputs_reaching_object_servers": len(bad["refused_reaching_object_servers"]),
         "policy_or_malformed_inputs_accepted": len(bad["fixed_inputs_accepted"])
         + len(bad["reclassification_changed_object"]),
     }
-    bad_summary = {k: v for k, v in bad.items() if k != "results"}
     return {
         **summary,
         "cluster": {
@@ -463,11 +893,14 @@ def run_all(
             "replicas": cluster.cfg.replicas,
             "sync_method": "ssync",
             "dssio_backend": cluster.cfg.dssio_backend,
+            "tier_mode": cluster.cfg.tier_mode or "none",
+            "tier_cache_size": cluster.cfg.tier_cache_size if tiered else None,
         },
         "duration_s": duration,
+        "soak_duration_s": soak_duration,
         "elapsed_s": round(time.time() - started, 1),
-        "scenarios": {"device_wipe": wipe, "node_kill_under_load": kill, "abuse": bad_summary},
-        "not_run": NOT_RUN,
+        "scenarios": scenarios,
+        "not_run": not_run,
     }
 
 
@@ -476,10 +909,15 @@ def failures(report: dict[str, Any]) -> list[str]:
         *LOSS_KEYS,
         "bad_inputs_5xx",
         "replicas_with_wrong_classes",
+        "soak_failures",
+        "soak_tier_memory_growing",
         "refused_inputs_reaching_object_servers",
         "policy_or_malformed_inputs_accepted",
     )
-    return [f"{k} = {report[k]}" for k in keys if report[k]]
+    out = [f"{k} = {report[k]}" for k in keys if report[k]]
+    if report["ssd_loss_reported"] is False:
+        out.append("the tier did not report the loss of its SSD")
+    return out
 
 
 @click.group()
@@ -494,10 +932,21 @@ def reliability() -> None:
     type=float,
     default=120.0,
     show_default=True,
-    help="Seconds of PUT/GET load around the node kill.",
+    help="Seconds of PUT/GET load around the node kill and around the tier kill.",
+)
+@click.option(
+    "--soak-duration",
+    type=float,
+    default=600.0,
+    show_default=True,
+    help="Seconds of the paper's workload at capacity, memory sampled; 0 skips it.",
+)
+@click.option(
+    "--soak-concurrency", type=int, default=16, show_default=True, help="Transfers in flight."
 )
 @click.option("--fuzz", type=int, default=1000, show_default=True, help="Mutated inputs.")
 @click.option("--nodes", type=int, default=4, show_default=True)
+@tier_mode_option("dss-tier mode of the cluster it starts; none skips the tier scenarios.")
 @click.option(
     "--cluster",
     "cluster_dir",
@@ -505,20 +954,36 @@ def reliability() -> None:
     default=None,
     help="Use the running local cluster in this directory instead of starting one.",
 )
-def run(out: Path, duration: float, fuzz: int, nodes: int, cluster_dir: Path | None) -> None:
+def run(
+    out: Path,
+    duration: float,
+    soak_duration: float,
+    soak_concurrency: int,
+    fuzz: int,
+    nodes: int,
+    tier_mode: str,
+    cluster_dir: Path | None,
+) -> None:
     """Run every scenario and write OUT/reliability.json; exit 1 on any loss or 5xx."""
+    if duration <= 0 or soak_duration < 0 or soak_concurrency < 1 or fuzz < 0:
+        raise click.UsageError(
+            "--duration must be > 0, --soak-duration >= 0, --soak-concurrency >= 1, --fuzz >= 0"
+        )
     out.mkdir(parents=True, exist_ok=True)
     own = cluster_dir is None
     try:
         if own:
-            cluster = LocalCluster(LocalClusterConfig(dir=out / "cluster", nodes=nodes))
+            cfg = LocalClusterConfig(dir=out / "cluster", nodes=nodes, tier_mode=tier_mode)
+            cluster = LocalCluster(cfg)
             cluster.up()
         else:
             cluster = LocalCluster.load(cluster_dir)
     except Exception as err:
         raise click.ClickException(f"cannot start the cluster: {err}") from None
     try:
-        report = run_all(cluster, duration, fuzz)
+        report = run_all(
+            cluster, duration, fuzz, soak_duration=soak_duration, soak_concurrency=soak_concurrency
+        )
     finally:
         if own:
             cluster.down()
@@ -526,12 +991,23 @@ def run(out: Path, duration: float, fuzz: int, nodes: int, cluster_dir: Path | N
     path.write_text(json.dumps(report, indent=2) + "\n")
     for key in ("objects_acknowledged", "faults_injected", "bad_inputs_tried", *LOSS_KEYS):
         click.echo(f"{key:<40} {report[key]}")
-    click.echo(f"bad_inputs_5xx{'':<26} {report['bad_inputs_5xx']}")
-    click.echo(f"not run: {', '.join(NOT_RUN)} (need dss-tier)")
+    for key in ("bad_inputs_5xx", "soak_failures", "soak_tier_memory_growing"):
+        click.echo(f"{key:<40} {report[key]}")
+    if report["not_run"]:
+        click.echo(f"not run: {', '.join(report['not_run'])}")
     click.echo(f"wrote {path}")
     bad = failures(report)
     if bad:
         raise click.ClickException("; ".join(bad))
 
 
-__all__ = ["abuse", "classes_survive_wipe", "node_killed_under_load", "reliability", "run_all"]
+__all__ = [
+    "abuse",
+    "classes_survive_wipe",
+    "node_killed_under_load",
+    "reliability",
+    "run_all",
+    "soak",
+    "ssd_cache_lost",
+    "tier_killed_under_load",
+]

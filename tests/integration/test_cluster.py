@@ -1,7 +1,10 @@
-"""The local multi-node cluster: one proxy, four storage nodes in network namespaces, three
-replicas. Classes survive a device wipe and replication, no acknowledged object is lost when
-a storage node is killed under load, and bad input never gets a 5xx or reaches an object
-server. The tests share one cluster and run in file order; the last one tears it down.
+"""The local multi-node cluster: one proxy, four storage nodes in network namespaces, each
+node's device a dss-tier mount, three replicas. Classes survive a device wipe and
+replication (on the node, in the tier and in the object metadata); no acknowledged object is
+lost when a storage node or its tier daemon is killed under load, nor when a node's SSD
+cache is lost; bad input never gets a 5xx or reaches an object server. Short versions: `dss
+reliability run` runs the long ones. The tests share one cluster and run in file order; the
+last one tears it down (the fixture does, whatever happened).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -21,11 +25,11 @@ from swift_dss.deploy.netns import Network
 from swift_dss.deploy.reliability import (
     Client,
     abuse,
-    classes_survive_wipe,
-    node_killed_under_load,
     reliability,
 )
-from swift_dss.deploy.saio import read_proc
+from swift_dss.deploy.saio import mount_type, read_proc
+
+from swift_dss.dssio.detect import TIER_FSTYPE
 
 from .test_bad_input import CASES
 
@@ -80,38 +84,18 @@ def test_each_storage_node_has_its_own_namespace_and_address(cluster: LocalClust
         )
         conf = (cluster.node_dir(node) / "etc" / "object-server.conf").read_text()
         assert "sync_method = ssync" in conf and "use = egg:swift_dss#object" in conf
+        assert "mount_check = true" in conf
+        # The node's device is a dss-tier mount, seen by its object server too (which
+        # runs in a mount namespace of its own).
+        assert mount_type(cluster.device_path(node)) == TIER_FSTYPE
+        assert status["nodes"][node]["tier"]["mounted"]
+        server = status["processes"][f"{node}/object-server"]["pid"]
+        seen = Path(f"/proc/{server}/mountinfo").read_text()
+        assert f"{cluster.device_path(node)} " in seen and "fuse.dss-tier" in seen
     result = CliRunner().invoke(deploy, ["local-cluster", "status", "--dir", str(cluster.dir)])
     assert result.exit_code == 0, result.output
     assert "s4   198.18.0.14" in result.output
-
-
-def test_classes_survive_a_device_wipe_and_replication(
-    cluster: LocalCluster, client: Client
-) -> None:
-    result = classes_survive_wipe(cluster, client, objects=24, victim="s2")
-    assert result["problems_before_wipe"] == []
-    # The wipe really removed s2's replicas, and replication rebuilt every one of them.
-    assert result["replicas_on_victim"] > 0
-    assert result["replicas_on_victim_after_wipe"] == 0
-    assert result["replica_problems"] == []
-    # The rebuilt replicas arrived through ssync and the object server wrote every byte
-    # through dssio with its class (s2's own record log).
-    assert result["rebuilt_with_wrong_classes"] == []
-    assert result["proxy_problems"] == []
-
-
-def test_storage_node_killed_under_load_loses_nothing(
-    cluster: LocalCluster, client: Client
-) -> None:
-    result = node_killed_under_load(cluster, client, duration=12, victim="s3")
-    assert result["processes_killed"] >= 4
-    assert 0 < result["acknowledged_before_kill"] < result["objects_acknowledged"]
-    assert result["gets_during_load"] > 0
-    assert result["failed_gets_of_acknowledged_objects"] == []
-    assert result["problems_while_node_down"] == []
-    assert result["problems_after_repair"] == []
-    assert result["replica_problems_after_repair"] == []
-    assert cluster.is_up()
+    assert result.output.count("mounted") == 4
 
 
 def test_policy_and_bad_input_never_5xx_never_reach_object_servers(
@@ -137,23 +121,128 @@ def test_policy_and_bad_input_never_5xx_never_reach_object_servers(
     assert sum(1 for r in result["results"] if r["name"].startswith("fuzz ")) == 150
 
 
-def test_reliability_run_writes_the_figures(cluster: LocalCluster, tmp_path: Path) -> None:
-    out = tmp_path / "rel"
+@pytest.fixture(scope="module")
+def run(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`dss reliability run` on the module's cluster, short: every scenario once (device
+    wipe, node kill, tier kill, SSD loss, abuse, soak), each test below checks one."""
+    out = tmp_path_factory.mktemp("reliability")
+    tier_pids = {n: cluster.tier_pid(n) for n in cluster.node_names}
     args = ["run", "--out", str(out), "--cluster", str(cluster.dir), "--duration", "6"]
-    result = CliRunner().invoke(reliability, [*args, "--fuzz", "40"])
-    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(reliability, [*args, "--fuzz", "40", "--soak-duration", "20"])
     report = json.loads((out / "reliability.json").read_text())
+    return {
+        "exit_code": result.exit_code,
+        "output": result.output,
+        "report": report,
+        "tier_pids_before": tier_pids,
+    }
+
+
+def test_reliability_run_writes_the_figures(run: dict[str, Any]) -> None:
+    assert run["exit_code"] == 0, run["output"]
+    report = run["report"]
     for key in (
         "objects_lost",
         "objects_corrupt",
         "bad_inputs_5xx",
         "failed_gets_of_acknowledged_objects",
+        "stale_reads_after_ssd_loss",
+        "replicas_with_wrong_classes",
+        "soak_failures",
+        "soak_tier_memory_growing",
     ):
         assert report[key] == 0, key
-    assert report["objects_acknowledged"] > 24
-    assert report["faults_injected"] == 2
+    assert report["ssd_loss_reported"] is True
+    assert report["objects_acknowledged"] > 48
+    assert report["faults_injected"] == 4
     assert report["bad_inputs_tried"] >= 90
-    assert set(report["not_run"]) >= {"tier_daemon_kill", "ssd_cache_loss", "soak"}
+    assert report["not_run"] == {}
+    assert "objects_acknowledged" in run["output"]
+
+
+def test_classes_survive_a_device_wipe_and_replication(run: dict[str, Any]) -> None:
+    result = run["report"]["scenarios"]["device_wipe"]
+    assert result["problems_before_wipe"] == []
+    # The wipe really removed s2's replicas, and replication rebuilt every one of them.
+    assert result["replicas_on_victim"] > 0
+    assert result["replicas_on_victim_after_wipe"] == 0
+    assert result["replica_problems"] == []
+    # The rebuilt replicas arrived through ssync and the object server wrote every byte
+    # through dssio with its class (s2's own record log).
+    assert result["rebuilt_with_wrong_classes"] == []
+    assert result["proxy_problems"] == []
+    # The victim's tier took in bytes of every class the rebuilt replicas hold, and each
+    # block of theirs it caches carries the object's class for it.
+    tier = result["tier"]
+    assert tier["classes_of_rebuilt_replicas"]
+    assert tier["classes_missing_from_stats"] == []
+    assert tier["cached_blocks_checked"] > 0
+    assert tier["cached_blocks_with_wrong_class"] == []
+
+
+def test_storage_node_killed_under_load_loses_nothing(
+    cluster: LocalCluster, run: dict[str, Any]
+) -> None:
+    result = run["report"]["scenarios"]["node_kill_under_load"]
+    assert result["victim"] == "s3"
+    assert result["processes_killed"] >= 5
+    assert 0 < result["acknowledged_before_kill"] < result["objects_acknowledged"]
+    assert result["gets_during_load"] > 0
+    assert result["failed_gets_of_acknowledged_objects"] == []
+    assert result["problems_while_node_down"] == []
+    assert result["problems_after_repair"] == []
+    assert result["replica_problems_after_repair"] == []
+    assert LocalCluster.load(cluster.dir).is_up()
+
+
+def test_tier_daemon_killed_under_load_loses_nothing(
+    cluster: LocalCluster, run: dict[str, Any]
+) -> None:
+    result = run["report"]["scenarios"]["tier_kill_under_load"]
+    assert result["victim"] == "s1"
+    assert result["dirty_blocks_at_kill"] > 0
+    # The restarted daemon found the killed one's dirty blocks in its journal.
+    assert len(result["journal_replay"]) == 1 and "restored" in result["journal_replay"][0]
+    assert 0 < result["acknowledged_before_kill"] < result["objects_acknowledged"]
+    assert result["acknowledged_while_tier_down"] > 0
+    assert result["failed_gets_of_acknowledged_objects"] == []
+    assert result["problems_after_restart"] == []
+    assert result["problems_after_repair"] == []
+    assert result["replica_problems_after_repair"] == []
+    # The cluster's state file records the new daemon.
+    reloaded = LocalCluster.load(cluster.dir)
+    assert reloaded.tier_pid("s1") != run["tier_pids_before"]["s1"]
+    assert reloaded.tier_mounted("s1")
+
+
+def test_ssd_cache_loss_is_reported_never_served_and_repaired(run: dict[str, Any]) -> None:
+    result = run["report"]["scenarios"]["ssd_cache_loss"]
+    assert result["dirty_blocks_at_kill"] > 0 and result["ssd_files_wiped"] > 0
+    # The tier said so when it mounted and says so in its stats.
+    assert len(result["tier_reported"]) == 1
+    assert result["loss_events_in_stats"] == 1
+    assert result["object_files_set_aside"] > 0
+    # The victim held the objects' only cached copies: it answers 404, never stale bytes.
+    assert result["replicas_on_victim"] > 0
+    assert result["replicas_missing_on_victim_before_repair"] == result["replicas_on_victim"]
+    assert result["stale_reads"] == []
+    assert result["failed_gets_of_acknowledged_objects"] == []
+    # Replication put every replica back, byte for byte.
+    assert result["partitions_rehashed"] > 0
+    assert result["problems_after_repair"] == []
+    assert result["replica_problems_after_repair"] == []
+
+
+def test_soak_after_the_faults_serves_everything(run: dict[str, Any]) -> None:
+    soak = run["report"]["scenarios"]["soak"]
+    # The paper's workload on the repaired cluster: every request answered 2xx, every GET
+    # verified byte for byte.
+    assert soak["requests"] > 0 and soak["gets_verified"] > 0
+    assert soak["failures"] == 0, soak["failures_by_phase_and_op"]
+    # Every tier daemon and server was sampled throughout.
+    assert soak["rss_samples"] >= 2
+    assert {"s1/dss-tier", "s4/dss-tier", "s4/object-server"} <= set(soak["rss_series"][0])
+    assert all(sample["s1/dss-tier"] > 0 for sample in soak["rss_series"])
 
 
 def test_a_second_cluster_is_refused_and_leaves_nothing(

@@ -172,6 +172,20 @@ fn mount(args: &[String]) -> Result<(), String> {
     let resolved = policy.resolve(m.mode);
     std::fs::create_dir_all(&m.ssd).map_err(|e| e.to_string())?;
     let hdd = std::fs::canonicalize(&m.hdd).map_err(|e| format!("{}: {e}", m.hdd.display()))?;
+    // Before the cache opens (which would drop the anchors of blocks it cannot find):
+    // files whose latest blocks died with the SSD must never be served from the HDD.
+    if let Some(loss) = fsck::detect_loss(&m.ssd, &hdd)? {
+        let ev = fsck::quarantine(&m.ssd, &hdd, &loss)?;
+        eprintln!(
+            "dss-tier: SSD cache lost: {}; {} files whose latest blocks were only on the SSD \
+             moved to {} ({} more were deleted files); see {}",
+            ev.reason,
+            ev.files.len(),
+            hdd.join(&ev.moved_to).display(),
+            ev.unnamed,
+            fsck::loss_report_path(&hdd).display()
+        );
+    }
     let (core, replay) = core::Core::open(
         &resolved,
         &policy.name,
@@ -290,13 +304,72 @@ fn stats(args: &[String]) -> Result<(), String> {
         return dump(args);
     }
     let text = read_xattr(mp, fs::STATS_XATTR)?;
+    // Losses are recorded on the HDD, found through the mount's source (`dss-tier:HDD`).
+    let losses = hdd_of_mount(Path::new(mp))
+        .map(|hdd| fsck::read_loss_report(&hdd).events)
+        .unwrap_or_default();
     if json {
-        println!("{text}");
+        let mut doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        if let Some(obj) = doc.as_object_mut() {
+            obj.insert(
+                "ssd_loss".into(),
+                serde_json::to_value(&losses).map_err(|e| e.to_string())?,
+            );
+        }
+        println!("{doc}");
     } else {
         let s: stats::Stats = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         print!("{}", s.render());
+        for ev in &losses {
+            println!(
+                "SSD cache lost (at {} s since the epoch): {}; {} stale files set aside in {}",
+                ev.time,
+                ev.reason,
+                ev.files.len(),
+                ev.moved_to
+            );
+        }
     }
     Ok(())
+}
+
+/// The HDD directory behind the dss-tier mount on `mountpoint`, from its mountinfo source.
+fn hdd_of_mount(mountpoint: &Path) -> Option<PathBuf> {
+    let abs = std::fs::canonicalize(mountpoint).ok()?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let line = info.lines().rfind(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let sep = f.iter().position(|x| *x == "-");
+        matches!(sep, Some(i) if f.get(i + 1) == Some(&"fuse.dss-tier"))
+            && f.get(4).is_some_and(|p| Path::new(&unescape(p)) == abs)
+    })?;
+    let f: Vec<&str> = line.split(' ').collect();
+    let sep = f.iter().position(|x| *x == "-")?;
+    let source = unescape(f.get(sep + 2)?);
+    source.strip_prefix("dss-tier:").map(PathBuf::from)
+}
+
+/// A mountinfo field with its octal escapes (space, tab, newline, backslash) undone.
+fn unescape(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], oct) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn dump(args: &[String]) -> Result<(), String> {
