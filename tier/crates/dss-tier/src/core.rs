@@ -1088,6 +1088,17 @@ impl Core {
                 }
             }
             match self.write_back_batch(Pick::Pressure) {
+                // Under pressure with nothing to write back (all pinned, or in flight):
+                // wait for new dirty data instead of spinning on the lock that
+                // foreground I/O needs.
+                Ok((0, _)) => {
+                    let g = self.inner.lock().unwrap();
+                    drop(
+                        self.wake
+                            .wait_timeout(g, Duration::from_millis(20))
+                            .unwrap(),
+                    );
+                }
                 Ok((_, t)) => self.wait_until(t),
                 Err(e) => {
                     eprintln!("dss-tier: write-back failed: {e}");
