@@ -33,6 +33,7 @@ from swift_dss.experiment.scale import (
     WorkingSet,
     cache_bytes,
     paper_workload,
+    seeded_workload,
     size_arg,
     split_containers,
     table_mix,
@@ -116,7 +117,10 @@ def run_config(
     dump: dict[str, Any] = {}
     load_before = os.getloadavg()
     started = time.time()
-    with running(run_dir / "cluster", spec) as saio:
+    timings: dict[str, float] = {}
+    console.print(f"{cfg.key}: starting a cluster ({spec.devices} tier devices, {spec.mode})")
+    with running(run_dir / "cluster", spec, timings) as saio:
+        console.print(f"{cfg.key}: cluster up in {timings['up_s']} s")
         proto = connect(saio.proxy_url, "swift", Credentials())
 
         def on_phase(index: int) -> None:
@@ -127,10 +131,10 @@ def run_config(
 
         t0 = time.time()
         with RunProgress(setup_w, console) as progress:
-            setup_out = runner.work(setup_w, proto, t0, tick=progress)
+            setup_out = runner.work(setup_w, proto, t0, tick=LogTicks(progress, console))
         hook = PhaseHook(on_phase)
         with RunProgress(w, console) as progress:
-            out = runner.work(w, proto, t0, barrier=hook, tick=progress)
+            out = runner.work(w, proto, t0, barrier=hook, tick=LogTicks(progress, console))
         snapshots.append({"before": "end", "stats": tier_stats(saio)})
         endpoint = saio.proxy_url
     setup_rows = runner.summarize(setup_w, [setup_out]).recorder.rows()
@@ -157,9 +161,37 @@ def run_config(
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(time.time() - started, 1),
+        **timings,
     }
     (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
     return entry
+
+
+class LogTicks:
+    """The load generator's tick: to the live display, and when the console is not a
+    terminal (a log file), also a plain line per phase every INTERVAL seconds, since the
+    live display only shows there when a phase ends."""
+
+    def __init__(self, progress: Callable[..., None], console: Console, interval: float = 30):
+        self.progress = progress
+        self.console = console
+        self.interval = interval
+        self.last: dict[int, float] = {}
+
+    def __call__(
+        self, index: int, name: str, done: int, failed: int, nbytes: int, seconds: float
+    ) -> None:
+        self.progress(index, name, done, failed, nbytes, seconds)
+        if self.console.is_terminal:
+            return
+        now = time.monotonic()
+        if now - self.last.setdefault(index, now) >= self.interval:
+            self.last[index] = now
+            self.console.print(
+                f"  {name}: {done} done, {failed} failed, "
+                f"{nbytes / max(seconds, 1e-3) / 1e6:.2f} MB/s, {seconds:.0f} s",
+                highlight=False,
+            )
 
 
 def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
@@ -185,7 +217,7 @@ def caching(
     """Runs what is not done yet, then writes summary.json and report.md from every entry."""
     console = console or Console(stderr=True)
     out.mkdir(parents=True, exist_ok=True)
-    setup_w, w = split_containers(paper_workload(scale, workload))
+    setup_w, w = split_containers(seeded_workload(paper_workload(scale, workload), scale))
     ws = working_set(w)
     setup = setup_doc(w, ws, scale, pcts)
     (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
