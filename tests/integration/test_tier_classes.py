@@ -21,6 +21,7 @@ from tests.integration.tier_helpers import (  # noqa: F401
 BLOCK = 4096
 HIGH = 24  # user0, priority 2 in the reference policy
 LOW = 20  # files > 256 KB, priority 10: bypasses the cache under pressure
+USER7 = 31  # large objects, priority 9: the lowest class the paper fences off
 CACHE = "256KiB"  # 64 entries: low watermark 4 free, high 10
 
 
@@ -34,9 +35,11 @@ def settle(tier: Tier) -> dict:
         time.sleep(0.01)
 
 
-def write_class(tier: Tier, name: str, cls: int, size: int, chunk: int = 64 * 1024) -> None:
+def write_class(tier: Tier, name: str, cls: int, size: int, chunk: int = 8 * BLOCK) -> None:
     """Write ``size`` bytes of class ``cls``, letting the syncer catch up between chunks so
-    that eviction, not a full cache, decides what stays."""
+    that eviction, not a full cache, decides what stays. A chunk has fewer blocks than the
+    10 free entries the syncer leaves, so it never finds the cache full: what bypasses is
+    selective allocation's doing alone."""
     b = get_backend("tier")
     fd = os.open(tier.mnt / name, os.O_CREAT | os.O_WRONLY, 0o644)
     try:
@@ -53,19 +56,24 @@ HIGH_BYTES = 38 * BLOCK
 LOW_BYTES = 2 * 1024 * 1024
 
 
-def fill(tier: Tier) -> dict:
+def fill(tier: Tier, low: int = LOW) -> dict:
     write_class(tier, "hot", HIGH, HIGH_BYTES)
-    write_class(tier, "bulk", LOW, LOW_BYTES)
+    write_class(tier, "bulk", low, LOW_BYTES)
     return settle(tier)
 
 
-def test_dss_keeps_the_high_class_and_bypasses_the_low_one(make_tier: object) -> None:  # noqa: F811
+@pytest.mark.parametrize("low", [LOW, USER7])
+def test_dss_keeps_the_high_class_and_bypasses_the_low_one(
+    make_tier: object,  # noqa: F811
+    low: int,
+) -> None:
     t = make_tier()
     t.mount(cache_size=CACHE, mode="dss")
-    s = fill(t)
-    hi, lo = class_stats(s, HIGH), class_stats(s, LOW)
+    s = fill(t, low)
+    hi, lo = class_stats(s, HIGH), class_stats(s, low)
     assert hi["cached_bytes"] == HIGH_BYTES
     assert hi["evicted_bytes"] == 0
+    assert hi["bypassed_bytes"] == 0
     assert lo["bypassed_bytes"] > 0
     assert lo["evicted_bytes"] > 0
     assert lo["cached_bytes"] < HIGH_BYTES
@@ -103,6 +111,10 @@ def test_lru_lets_recency_alone_decide(make_tier: object, how: str) -> None:  # 
     hi, lo = class_stats(s, HIGH), class_stats(s, LOW)
     assert hi["evicted_bytes"] > 0
     assert hi["cached_bytes"] < HIGH_BYTES
+    # The cache was under pressure (the low class was written back and evicted), yet a
+    # class-blind cache never bypasses.
+    assert lo["evicted_bytes"] > 0
+    assert hi["bypassed_bytes"] == lo["bypassed_bytes"] == 0
     # The most recent blocks are the low class's.
     assert lo["cached_bytes"] > hi["cached_bytes"]
 

@@ -4,23 +4,41 @@
 //! entries, including clean ones that still hold valid data, sit on one free list in LRU
 //! order: allocation takes the head, use moves an entry to the tail. Dirty entries sit on a
 //! dirty list per priority level, also LRU. The syncer cleans when the free list falls
-//! below the low watermark, lowest priority first, until the high watermark is reached;
-//! while it is active, classes at or past the cut-off priority bypass the cache.
+//! below the low watermark, lowest priority first, until the high watermark is reached.
+//! That span is "pressure": it is kept from the free-entry count alone (`update_pressure`
+//! after every operation), so it begins with the write that crosses the low watermark,
+//! not when a syncer thread gets to run. Under pressure, classes at or past the cut-off
+//! priority bypass the cache (selective allocation).
 //!
 //! Classes that share a priority share a dirty list, so a policy where every class has the
 //! same priority is plain LRU: that is how `lru` mode differs from `dss` by values only.
+//!
+//! Two options go beyond the paper. `base_list = "slru"` makes the free list segmented
+//! LRU: a block referenced again while cached (a read hit, or a write to it) is marked,
+//! and once clean it sits on a protected list that allocation takes from only when the
+//! free list proper is empty; the protected list is capped and hands its oldest entry
+//! back. Blocks seen once, such as a scan's, are then reused before a re-referenced set,
+//! and the watermarks count the unprotected free entries only, so the syncer makes room
+//! from dirty blocks rather than from protected ones. `read_allocate = "below-cutoff"`
+//! fills read misses only of classes before the cut-off priority.
 //!
 //! Nothing here does I/O. Operations that need I/O to finish (read fills, write-backs)
 //! are two-phase: the engine hands out the slot and a version, the caller does the I/O and
 //! reports back, and the version tells whether the block changed meanwhile.
 
 use crate::blockmap::BlockMap;
-use crate::policy::{CLASSES, ClassPolicy, Placement, Resolved};
+use crate::policy::{BaseList, CLASSES, ClassPolicy, Placement, ReadAllocate, Resolved};
 use std::hash::{Hash, Hasher};
 
 const NIL: u32 = u32::MAX;
 const NO_LIST: u16 = u16::MAX;
 const FREE_LIST: u16 = CLASSES as u16;
+/// `slru` only: clean entries referenced again while cached. Reused after the free list.
+const PROTECTED: u16 = CLASSES as u16 + 1;
+
+/// `Entry::marks` bits.
+const LOGGED: u8 = 1;
+const HOT: u8 = 2;
 
 /// A logical block: a file and a block index inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -87,8 +105,9 @@ struct Entry {
     /// A Filling or Cleaning entry whose block was dropped meanwhile: it keeps its slot
     /// until the I/O in flight reports back, then becomes Empty.
     cancelled: bool,
-    /// Already in the change log since it was last drained.
-    logged: bool,
+    /// `LOGGED`: already in the change log since it was last drained. `HOT` (`slru`):
+    /// referenced again since it was cached, so its clean copy is protected.
+    marks: u8,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -182,7 +201,11 @@ pub struct Cache {
     cfg: Config,
     table: [ClassPolicy; CLASSES],
     bypass_from: u16,
-    read_allocate: bool,
+    /// Read misses of priorities numerically at or past this are not filled.
+    read_fill_from: u16,
+    slru: bool,
+    /// Protected entries at most; the oldest beyond it go back to the free list.
+    protected_cap: u32,
     block_size: u32,
     entries: Vec<Entry>,
     /// Dirty lists indexed by priority, then the free list.
@@ -224,7 +247,7 @@ impl Cache {
                 state: State::Empty,
                 class: 0,
                 cancelled: false,
-                logged: false,
+                marks: 0,
                 version: 0,
                 key: BlockKey::default(),
             });
@@ -235,7 +258,7 @@ impl Cache {
                 tail: NIL,
                 len: 0
             };
-            CLASSES + 1
+            CLASSES + 2
         ];
         if n > 0 {
             lists[FREE_LIST as usize] = List {
@@ -245,11 +268,23 @@ impl Cache {
             };
         }
         let map = BlockMap::with_capacity(n);
+        let bypass_from = policy.bypass_priority.map_or(u16::MAX, u16::from);
+        let slru = policy.base_list == BaseList::Slru;
         let mut c = Cache {
             cfg,
             table: policy.classes,
-            bypass_from: policy.bypass_priority.map_or(u16::MAX, u16::from),
-            read_allocate: policy.read_allocate,
+            bypass_from,
+            read_fill_from: match policy.read_allocate {
+                ReadAllocate::Always => u16::MAX,
+                ReadAllocate::Never => 0,
+                ReadAllocate::BelowCutoff => bypass_from,
+            },
+            slru,
+            protected_cap: if slru {
+                (f64::from(n) * policy.protected_fraction) as u32
+            } else {
+                0
+            },
             block_size: policy.block_size,
             entries,
             lists,
@@ -277,7 +312,20 @@ impl Cache {
         self.table[class as usize]
     }
 
+    /// Empty and clean entries: everything an allocation may reuse.
     pub fn free_entries(&self) -> u32 {
+        self.lists[FREE_LIST as usize].len + self.lists[PROTECTED as usize].len
+    }
+
+    /// Clean entries in the protected segment (`slru`; 0 otherwise).
+    pub fn protected_entries(&self) -> u32 {
+        self.lists[PROTECTED as usize].len
+    }
+
+    /// Free entries the watermarks count: all of them under `lru`; under `slru` the
+    /// protected segment is not counted, so that the syncer makes room from dirty blocks
+    /// before an allocation has to reuse a protected one.
+    fn unprotected_free(&self) -> u32 {
         self.lists[FREE_LIST as usize].len
     }
 
@@ -309,13 +357,14 @@ impl Cache {
 
     // ---- list and accounting primitives: every state change goes through detach/attach.
 
-    /// The list an entry in `state` with `class` sits on: the free list, the dirty list
-    /// of its priority, or none (pinned and in-flight entries).
+    /// The list an entry sits on, from its state, class and marks: the free list (or the
+    /// protected one), the dirty list of its priority, or none (pinned and in flight).
     #[inline]
-    fn list_of(&self, state: State, class: u8) -> u16 {
-        match state {
+    fn list_of(&self, e: &Entry) -> u16 {
+        match e.state {
+            State::Clean if e.marks & HOT != 0 => PROTECTED,
             State::Empty | State::Clean => FREE_LIST,
-            State::Dirty => u16::from(self.table[class as usize].priority),
+            State::Dirty => u16::from(self.table[e.class as usize].priority),
             _ => NO_LIST,
         }
     }
@@ -324,7 +373,7 @@ impl Cache {
     /// linked with.
     fn unlink(&mut self, slot: u32) {
         let e = self.entries[slot as usize];
-        let list = self.list_of(e.state, e.class);
+        let list = self.list_of(&e);
         if list == NO_LIST {
             return;
         }
@@ -418,15 +467,23 @@ impl Cache {
 
     /// Put an entry in `state`: into the list and counters that state implies.
     fn attach(&mut self, slot: u32, state: State, at_head: bool) {
-        self.entries[slot as usize].state = state;
-        if let Some(log) = &mut self.changes {
-            let e = &mut self.entries[slot as usize];
-            if !e.logged {
-                e.logged = true;
-                log.push(slot);
-            }
+        let e = &mut self.entries[slot as usize];
+        e.state = state;
+        if state == State::Empty {
+            e.marks &= !HOT;
+        }
+        let hot = e.marks & HOT != 0;
+        if let Some(log) = &mut self.changes
+            && e.marks & LOGGED == 0
+        {
+            e.marks |= LOGGED;
+            log.push(slot);
         }
         match state {
+            State::Clean if hot => {
+                self.link(slot, PROTECTED, at_head);
+                self.demote_overflow();
+            }
             State::Empty | State::Clean => self.link(slot, FREE_LIST, at_head),
             State::Dirty => {
                 let prio = self.table[self.entries[slot as usize].class as usize].priority;
@@ -438,8 +495,28 @@ impl Cache {
         self.count(slot, true);
     }
 
+    /// Past its cap, the protected segment hands its least recently used entry back to
+    /// the free list's most recent end, as segmented LRU does.
+    fn demote_overflow(&mut self) {
+        if self.lists[PROTECTED as usize].len > self.protected_cap {
+            let slot = self.lists[PROTECTED as usize].head;
+            self.unlink(slot);
+            self.entries[slot as usize].marks &= !HOT;
+            self.link(slot, FREE_LIST, false);
+        }
+    }
+
+    /// A cached block is referenced again: under `slru` it becomes protected. Only for a
+    /// detached entry (the mark decides its list).
+    #[inline]
+    fn referenced(&mut self, slot: u32) {
+        if self.slru {
+            self.entries[slot as usize].marks |= HOT;
+        }
+    }
+
     fn update_pressure(&mut self) {
-        let free = self.free_entries();
+        let free = self.unprotected_free();
         if free < self.cfg.low {
             self.syncer_active = true;
         } else if free >= self.cfg.high {
@@ -468,11 +545,15 @@ impl Cache {
 
     /// Allocate the head of the free list for `key`, evicting the clean block it held.
     fn allocate(&mut self, key: BlockKey, class: u8, state: State) -> Option<u32> {
-        let slot = self.lists[FREE_LIST as usize].head;
+        let mut slot = self.lists[FREE_LIST as usize].head;
         if slot == NIL {
-            return None;
+            slot = self.lists[PROTECTED as usize].head;
+            if slot == NIL {
+                return None;
+            }
         }
         self.detach(slot);
+        self.entries[slot as usize].marks &= !HOT;
         let e = self.entries[slot as usize];
         if e.state == State::Clean {
             self.map.remove(e.key, slot);
@@ -539,6 +620,7 @@ impl Cache {
         // write lands), so the write must go there whatever the placement; a block that
         // should not stay is left dirty for the syncer to move out.
         self.detach(slot);
+        self.referenced(slot);
         let e = &mut self.entries[slot as usize];
         e.class = class;
         e.version = e.version.wrapping_add(1);
@@ -582,11 +664,14 @@ impl Cache {
                     State::Clean | State::Dirty => {
                         self.stats[class as usize].hits += 1;
                         self.detach(slot);
+                        self.referenced(slot);
                         self.attach(slot, state, false);
                         ReadOutcome::Hit { slot }
                     }
                     _ => {
+                        // Pinned or being cleaned: on no list, so the mark can change.
                         self.stats[class as usize].hits += 1;
+                        self.referenced(slot);
                         ReadOutcome::Hit { slot }
                     }
                 }
@@ -602,7 +687,7 @@ impl Cache {
 
     fn read_miss(&mut self, key: BlockKey, class: u8) -> ReadOutcome {
         let cp = self.table[class as usize];
-        if cp.placement != Placement::Cache || !self.read_allocate {
+        if cp.placement != Placement::Cache || u16::from(cp.priority) >= self.read_fill_from {
             return ReadOutcome::Miss;
         }
         if self.may_allocate(class)
@@ -695,7 +780,7 @@ impl Cache {
             return 0;
         }
         let mut n = 0;
-        while n < max && self.free_entries() + self.in_flight < self.cfg.high {
+        while n < max && self.unprotected_free() + self.in_flight < self.cfg.high {
             let Some(slot) = self.lowest_priority_dirty() else {
                 break;
             };
@@ -824,7 +909,7 @@ impl Cache {
     pub fn track_changes(&mut self, on: bool) {
         self.changes = on.then(Vec::new);
         for e in &mut self.entries {
-            e.logged = false;
+            e.marks &= !LOGGED;
         }
     }
 
@@ -847,7 +932,7 @@ impl Cache {
             return;
         };
         for &slot in &log {
-            self.entries[slot as usize].logged = false;
+            self.entries[slot as usize].marks &= !LOGGED;
             f(self, slot);
         }
         log.clear();
@@ -903,14 +988,17 @@ impl Cache {
             let (mut cur, mut prev, mut len) = (l.head, NIL, 0u32);
             while cur != NIL {
                 let e = &self.entries[cur as usize];
-                if self.list_of(e.state, e.class) as usize != li || e.prev != prev {
+                if self.list_of(e) as usize != li || e.prev != prev {
                     return Err(format!("slot {cur}: broken link in list {li}"));
                 }
                 if std::mem::replace(&mut seen[cur as usize], true) {
                     return Err(format!("slot {cur} in two lists"));
                 }
+                let hot = e.marks & HOT != 0;
                 let ok = if li == FREE_LIST as usize {
-                    matches!(e.state, State::Empty | State::Clean)
+                    matches!(e.state, State::Empty | State::Clean) && !hot
+                } else if li == PROTECTED as usize {
+                    e.state == State::Clean && hot && self.slru
                 } else {
                     e.state == State::Dirty && self.table[e.class as usize].priority as usize == li
                 };
@@ -971,7 +1059,10 @@ impl Cache {
                 return Err(format!("class {c}: counters wrong"));
             }
         }
-        let free = self.free_entries();
+        if self.protected_entries() > self.protected_cap {
+            return Err("protected segment over its cap".into());
+        }
+        let free = self.unprotected_free();
         if self.syncer_active && free >= self.cfg.high || !self.syncer_active && free < self.cfg.low
         {
             return Err("syncer state disagrees with the watermarks".into());

@@ -10,4 +10,4 @@ pub use cache::{
     BlockKey, Cache, ClassCounters, Config, Durable, ReadOutcome, Resident, State, Victim,
     WriteOutcome,
 };
-pub use policy::{Mode, Placement, Policy, PolicyError, Resolved};
+pub use policy::{BaseList, Mode, Placement, Policy, PolicyError, ReadAllocate, Resolved};

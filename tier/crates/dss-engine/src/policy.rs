@@ -82,6 +82,48 @@ impl<'de> Deserialize<'de> for Mode {
     }
 }
 
+/// The order clean entries are reused in (the base list under the class priorities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseList {
+    /// One free list in LRU order: the paper's baseline.
+    Lru,
+    /// Segmented LRU (Karedla, Love and Wherry, 1994): a block referenced again while
+    /// cached is protected; clean blocks seen once (a scan's) are reused first.
+    Slru,
+}
+
+/// Which read misses are copied into the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadAllocate {
+    /// Every class the placement caches (`true`).
+    Always,
+    /// None (`false`).
+    Never,
+    /// Classes before the cut-off only (`"below-cutoff"`): classes at or past
+    /// `bypass_priority` are read from the HDD without a fill, pressure or not.
+    BelowCutoff,
+}
+
+impl<'de> Deserialize<'de> for ReadAllocate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bool(bool),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bool(true) => Ok(ReadAllocate::Always),
+            Raw::Bool(false) => Ok(ReadAllocate::Never),
+            Raw::Str(s) if s == "below-cutoff" => Ok(ReadAllocate::BelowCutoff),
+            Raw::Str(s) => Err(serde::de::Error::custom(format!(
+                "read_allocate {s:?}: true, false or \"below-cutoff\""
+            ))),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError(pub String);
 
@@ -238,8 +280,13 @@ pub struct Policy {
     /// Selective allocation: under pressure, classes whose priority is numerically at or
     /// above this bypass the cache. Absent: nothing bypasses.
     pub bypass_priority: Option<u8>,
-    #[serde(default = "default_true")]
-    pub read_allocate: bool,
+    #[serde(default = "default_read_allocate")]
+    pub read_allocate: ReadAllocate,
+    #[serde(default = "default_base_list")]
+    pub base_list: BaseList,
+    /// `slru`: the protected segment's share of the cache at most.
+    #[serde(default = "default_protected_fraction")]
+    pub protected_fraction: f64,
     pub default_priority: u8,
     #[serde(default = "default_tier")]
     pub default_tier: Tier,
@@ -255,8 +302,14 @@ fn default_mode() -> Mode {
 fn default_block_size() -> u32 {
     4096
 }
-fn default_true() -> bool {
-    true
+fn default_read_allocate() -> ReadAllocate {
+    ReadAllocate::Always
+}
+fn default_base_list() -> BaseList {
+    BaseList::Lru
+}
+fn default_protected_fraction() -> f64 {
+    0.5
 }
 
 impl Policy {
@@ -278,6 +331,10 @@ impl Policy {
             return err(format!(
                 "watermarks must satisfy 0 <= low ({lo}) < high ({hi}) <= 1"
             ));
+        }
+        let f = self.protected_fraction;
+        if !(f > 0.0 && f < 1.0) {
+            return err(format!("protected_fraction {f} must be in (0, 1)"));
         }
         let mut seen = [false; CLASSES];
         for rule in &self.classes {
@@ -336,6 +393,8 @@ impl Policy {
             high_watermark: self.high_watermark,
             bypass_priority,
             read_allocate: self.read_allocate,
+            base_list: self.base_list,
+            protected_fraction: self.protected_fraction,
             classes,
         }
     }
@@ -356,7 +415,9 @@ pub struct Resolved {
     pub low_watermark: f64,
     pub high_watermark: f64,
     pub bypass_priority: Option<u8>,
-    pub read_allocate: bool,
+    pub read_allocate: ReadAllocate,
+    pub base_list: BaseList,
+    pub protected_fraction: f64,
     pub classes: [ClassPolicy; CLASSES],
 }
 
@@ -449,6 +510,32 @@ mod tests {
         assert_eq!(p.classify.file_class("a", 4097), 12);
         assert_eq!(p.classify.file_class("a", 1 << 40), 15);
         assert_eq!(p.classify.inode, 2);
+    }
+
+    #[test]
+    fn options_beyond_the_paper() {
+        let p = Policy::parse(SMALL).unwrap().resolve(None);
+        assert_eq!(p.base_list, BaseList::Lru);
+        assert_eq!(p.read_allocate, ReadAllocate::Always);
+        let with = |line: &str| SMALL.replace("name = \"t\"", &format!("name = \"t\"\n{line}"));
+        let p = Policy::parse(&with("base_list = \"slru\"")).unwrap();
+        assert_eq!(p.resolve(Some(Mode::Lru)).base_list, BaseList::Slru);
+        for (v, want) in [
+            ("true", ReadAllocate::Always),
+            ("false", ReadAllocate::Never),
+            ("\"below-cutoff\"", ReadAllocate::BelowCutoff),
+        ] {
+            let p = Policy::parse(&with(&format!("read_allocate = {v}"))).unwrap();
+            assert_eq!(p.resolve(None).read_allocate, want);
+        }
+        for bad in [
+            "base_list = \"clock\"",
+            "read_allocate = \"sometimes\"",
+            "protected_fraction = 0.0",
+            "protected_fraction = 1.0",
+        ] {
+            assert!(Policy::parse(&with(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -196,6 +196,45 @@ fn selective_allocation_bypasses_low_priority_only_under_pressure() {
     c.check().unwrap();
 }
 
+/// Pressure is the free-entry count with hysteresis, not the syncer's doing: it starts
+/// when the free entries drop below the low watermark, holds while they are between the
+/// watermarks, and ends at the high one, here reached by discards with no syncer at all.
+#[test]
+fn bypass_follows_the_watermarks_without_a_syncer() {
+    let mut c = cache(Mode::Dss, 10, 3, 6);
+    for i in 0..8 {
+        slot(c.write(k(i), 2, 4096));
+    }
+    assert_eq!(c.free_entries(), 2);
+    assert!(c.syncer_active());
+    let low = |c: &mut Cache, i| c.write(k(i), 3, 4096);
+    assert_eq!(low(&mut c, 100), WriteOutcome::Hdd { bypassed: true });
+    c.discard(k(0));
+    c.discard(k(1));
+    c.discard(k(2));
+    assert_eq!(c.free_entries(), 5);
+    assert!(
+        c.syncer_active(),
+        "between the watermarks: still under pressure"
+    );
+    assert_eq!(low(&mut c, 101), WriteOutcome::Hdd { bypassed: true });
+    assert!(
+        matches!(c.write(k(102), 1, 4096), WriteOutcome::Ssd { .. }),
+        "the high class is allocated under pressure"
+    );
+    c.discard(k(102));
+    c.discard(k(3));
+    assert_eq!(c.free_entries(), 6);
+    assert!(!c.syncer_active());
+    assert!(matches!(low(&mut c, 103), WriteOutcome::Ssd { .. }));
+    assert_eq!(c.counters(3).bypassed_bytes, 2 * 4096);
+    assert_eq!(
+        c.counters(1).bypassed_bytes + c.counters(2).bypassed_bytes,
+        0
+    );
+    c.check().unwrap();
+}
+
 #[test]
 fn full_cache_sends_even_high_priority_to_the_hdd() {
     let mut c = cache(Mode::Ssd, 4, 1, 2);

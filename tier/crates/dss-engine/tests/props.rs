@@ -65,6 +65,18 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Top-level policy options beyond the paper, prepended to `POLICY`.
+fn options() -> impl Strategy<Value = String> {
+    (
+        prop_oneof![Just("lru"), Just("slru")],
+        prop_oneof![Just("true"), Just("false"), Just("\"below-cutoff\"")],
+        prop_oneof![Just(0.25), Just(0.75)],
+    )
+        .prop_map(|(base, read, frac)| {
+            format!("base_list = \"{base}\"\nread_allocate = {read}\nprotected_fraction = {frac}\n")
+        })
+}
+
 fn mode() -> impl Strategy<Value = Mode> {
     prop_oneof![
         Just(Mode::Dss),
@@ -233,10 +245,12 @@ proptest! {
     #[test]
     fn engine_never_serves_stale_data(
         mode in mode(),
+        options in options(),
         entries in 1u32..12,
         ops in prop::collection::vec(op(), 1..300),
     ) {
-        let policy = Policy::parse(POLICY).unwrap().resolve(Some(mode));
+        let text = format!("{options}{POLICY}");
+        let policy = Policy::parse(&text).unwrap().resolve(Some(mode));
         let cfg = Config::from_fractions(entries, policy.low_watermark, policy.high_watermark);
         let mut w = World {
             cache: Cache::new(&policy, cfg),
@@ -279,5 +293,131 @@ proptest! {
         let c = Config::from_fractions(entries, lo, (lo + gap).min(1.0));
         prop_assert!(c.low <= c.high && c.high <= c.entries);
         prop_assert!(entries < 2 || c.low < c.high);
+    }
+}
+
+/// Operations for the selective-allocation property: every I/O completes at once, so the
+/// only state is the engine's.
+#[derive(Clone, Debug)]
+enum AllocOp {
+    Write(u64, u8, u32),
+    Read(u64, u8),
+    Discard(u64),
+    Sync(usize),
+}
+
+fn alloc_op() -> impl Strategy<Value = AllocOp> {
+    let key = 0u64..40;
+    let class = 0u8..5;
+    prop_oneof![
+        8 => (key.clone(), class.clone(), 1u32..=4096).prop_map(|(k, c, b)| AllocOp::Write(k, c, b)),
+        3 => (key.clone(), class).prop_map(|(k, c)| AllocOp::Read(k, c)),
+        2 => key.prop_map(AllocOp::Discard),
+        1 => (1usize..8).prop_map(AllocOp::Sync),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Selective allocation against a model that knows only the watermarks: pressure starts
+    /// when the free entries (under `slru`, the unprotected ones) fall below the low
+    /// watermark and ends when they reach the high one, whether or not a syncer ever runs. Under pressure, and only then, a miss of a
+    /// class at or past the cut-off goes to the HDD (in `dss`; never in `lru`); other
+    /// classes are allocated while any entry is free. Bypassed bytes add up per class and
+    /// every entry is in exactly one place.
+    #[test]
+    fn selective_allocation_follows_the_free_entries(
+        dss in any::<bool>(),
+        slru in any::<bool>(),
+        entries in 1u32..24,
+        ops in prop::collection::vec(alloc_op(), 1..400),
+    ) {
+        let mode = if dss { Mode::Dss } else { Mode::Lru };
+        let base = if slru { "base_list = \"slru\"\n" } else { "" };
+        let policy = Policy::parse(&format!("{base}{POLICY}")).unwrap().resolve(Some(mode));
+        let cfg = Config::from_fractions(entries, policy.low_watermark, policy.high_watermark);
+        let mut cache = Cache::new(&policy, cfg);
+        let fenced = |c: u8| dss && policy.classes[c as usize].priority >= 8;
+        let mut pressure = false;
+        // The model's view after each engine call.
+        let watch = |pressure: &mut bool, free: u32| {
+            if free < cfg.low {
+                *pressure = true;
+            } else if free >= cfg.high {
+                *pressure = false;
+            }
+        };
+        let mut bypassed = [0u64; 5];
+        for op in ops {
+            let free = cache.free_entries();
+            match op {
+                AllocOp::Write(k, c, bytes) => {
+                    let resident = cache.lookup(key(k)).map(|r| r.1);
+                    let out = cache.write(key(k), c, bytes);
+                    let expect = match resident {
+                        Some(State::Dirty) => WriteOutcome::Ssd { slot: 0, hit: true },
+                        Some(State::Clean) if pressure && fenced(c) => {
+                            WriteOutcome::Hdd { bypassed: true }
+                        }
+                        Some(_) => WriteOutcome::Ssd { slot: 0, hit: true },
+                        None if (pressure && fenced(c)) || free == 0 => {
+                            WriteOutcome::Hdd { bypassed: true }
+                        }
+                        None => WriteOutcome::Ssd { slot: 0, hit: false },
+                    };
+                    match (out, expect) {
+                        (WriteOutcome::Ssd { hit, .. }, WriteOutcome::Ssd { hit: want, .. }) => {
+                            prop_assert_eq!(hit, want);
+                        }
+                        (got, want) => prop_assert_eq!(got, want, "class {} pressure {}", c, pressure),
+                    }
+                    if out == (WriteOutcome::Hdd { bypassed: true }) {
+                        bypassed[c as usize] += u64::from(bytes);
+                        prop_assert_eq!(cache.lookup(key(k)), None);
+                    }
+                }
+                AllocOp::Read(k, c) => {
+                    let resident = cache.lookup(key(k)).is_some();
+                    match cache.read(key(k), c) {
+                        ReadOutcome::Hit { .. } => prop_assert!(resident),
+                        ReadOutcome::Miss => {
+                            prop_assert!(!resident);
+                            prop_assert!((pressure && fenced(c)) || free == 0);
+                            bypassed[c as usize] += 4096;
+                        }
+                        ReadOutcome::MissFill { slot, version } => {
+                            let fenced_off = pressure && fenced(c);
+                            prop_assert!(!resident && !fenced_off && free > 0);
+                            watch(&mut pressure, cache.free_entries() - cache.protected_entries());
+                            cache.fill_done(slot, version, true);
+                        }
+                    }
+                }
+                AllocOp::Discard(k) => cache.discard(key(k)),
+                AllocOp::Sync(max) => {
+                    let mut v = Vec::new();
+                    cache.pick_victims(&mut v, max);
+                    for victim in &v {
+                        cache.clean_done(victim, true);
+                        watch(&mut pressure, cache.free_entries() - cache.protected_entries());
+                    }
+                }
+            }
+            watch(&mut pressure, cache.free_entries() - cache.protected_entries());
+            prop_assert_eq!(cache.syncer_active(), pressure);
+            for c in 0..5u8 {
+                prop_assert_eq!(cache.counters(c).bypassed_bytes, bypassed[c as usize]);
+            }
+            prop_assert_eq!(
+                cache.free_entries() + cache.dirty_entries() + cache.pinned_entries() + cache.in_flight(),
+                entries
+            );
+            let held: u64 = (0..5u8)
+                .map(|c| cache.counters(c).clean_blocks + cache.counters(c).dirty_blocks)
+                .sum();
+            prop_assert_eq!(held, cache.residents().count() as u64);
+            cache.check().map_err(TestCaseError::fail)?;
+        }
     }
 }

@@ -1,10 +1,14 @@
 //! The policies shipped in policies/ parse and say what the papers say.
 
 use dss_engine::cache::Config;
-use dss_engine::{BlockKey, Cache, Mode, Placement, Policy, WriteOutcome};
+use dss_engine::{BaseList, BlockKey, Cache, Mode, Placement, Policy, ReadAllocate, WriteOutcome};
 
 const REFERENCE: &str = include_str!("../../../../policies/reference.toml");
 const LRU: &str = include_str!("../../../../policies/lru.toml");
+const DSS_SLRU: &str = include_str!("../../../../policies/dss-slru.toml");
+const DSS_READCUT: &str = include_str!("../../../../policies/dss-readcut.toml");
+const DSS_SLRU_READCUT: &str = include_str!("../../../../policies/dss-slru-readcut.toml");
+const SLRU: &str = include_str!("../../../../policies/slru.toml");
 
 #[test]
 fn reference_is_table_ii() {
@@ -19,7 +23,60 @@ fn reference_is_table_ii() {
     );
     assert!((15..=22).all(|c| prio(c) == 10), "files > 256 KB");
     assert_eq!(prio(0), 11, "unclassified");
-    assert_eq!(r.bypass_priority, Some(10));
+    assert_eq!(r.bypass_priority, Some(9), "USER7 and below are fenced off");
+}
+
+/// The paper's selective allocation with the reference policy: once the free entries
+/// are below the low watermark, large objects (USER7), large files and unclassified data
+/// go to the HDD, while metadata, small files and the other user classes are still
+/// cached. Nothing here runs a syncer: pressure comes from the free entries alone.
+#[test]
+fn reference_fences_off_large_objects_under_pressure() {
+    let r = Policy::parse(REFERENCE).unwrap().resolve(None);
+    let mut cache = Cache::new(&r, Config::from_fractions(100, 0.05, 0.15));
+    let cfg = cache.config();
+    assert_eq!((cfg.low, cfg.high), (5, 15));
+    let key = |file: u64, index: u64| BlockKey { file, index };
+    // No pressure yet: even the largest class is cached.
+    assert!(matches!(
+        cache.write(key(31, 0), 31, 4096),
+        WriteOutcome::Ssd { .. }
+    ));
+    for i in 0..94 {
+        assert!(matches!(
+            cache.write(key(24, i), 24, 4096),
+            WriteOutcome::Ssd { .. }
+        ));
+    }
+    assert_eq!(cache.free_entries(), 5);
+    assert!(
+        !cache.syncer_active(),
+        "5 free is not below the low watermark"
+    );
+    assert!(matches!(
+        cache.write(key(31, 1), 31, 4096),
+        WriteOutcome::Ssd { .. }
+    ));
+    assert!(cache.syncer_active());
+    for class in [31u8, 15, 22, 0] {
+        assert_eq!(
+            cache.write(key(u64::from(class), 100), class, 4096),
+            WriteOutcome::Hdd { bypassed: true },
+            "class {class}"
+        );
+        assert_eq!(cache.counters(class).bypassed_bytes, 4096);
+    }
+    for class in [30u8, 24, 11, 2] {
+        assert!(
+            matches!(
+                cache.write(key(u64::from(class), 200), class, 4096),
+                WriteOutcome::Ssd { .. }
+            ),
+            "class {class} is still allocated"
+        );
+        assert_eq!(cache.counters(class).bypassed_bytes, 0);
+    }
+    cache.check().unwrap();
 }
 
 #[test]
@@ -86,4 +143,37 @@ fn reference_tiered_sends_small_and_important_data_to_the_ssd() {
     assert_eq!(r.classes[20].placement, Placement::Hdd);
     assert_eq!(r.classes[0].placement, Placement::Hdd);
     assert_eq!(r.classes[200].placement, Placement::Hdd);
+}
+
+/// The policies beyond the paper are their base policy with only the named options
+/// changed, so their runs compare with the base's class for class.
+#[test]
+fn variants_change_only_their_options() {
+    let reference = Policy::parse(REFERENCE).unwrap();
+    let lru = Policy::parse(LRU).unwrap();
+    for (text, base, list, read) in [
+        (DSS_SLRU, &reference, BaseList::Slru, ReadAllocate::Always),
+        (
+            DSS_READCUT,
+            &reference,
+            BaseList::Lru,
+            ReadAllocate::BelowCutoff,
+        ),
+        (
+            DSS_SLRU_READCUT,
+            &reference,
+            BaseList::Slru,
+            ReadAllocate::BelowCutoff,
+        ),
+        (SLRU, &lru, BaseList::Slru, ReadAllocate::Always),
+    ] {
+        let p = Policy::parse(text).unwrap();
+        assert_eq!((p.base_list, p.read_allocate), (list, read), "{}", p.name);
+        let mut same = p.clone();
+        same.name = base.name.clone();
+        same.base_list = base.base_list;
+        same.read_allocate = base.read_allocate;
+        same.protected_fraction = base.protected_fraction;
+        assert_eq!(format!("{same:?}"), format!("{base:?}"), "{}", p.name);
+    }
 }

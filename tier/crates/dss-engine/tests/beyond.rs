@@ -1,0 +1,178 @@
+//! The options beyond the paper: the segmented-LRU base list and the read-allocation
+//! rule, against the paper's LRU base on the same streams.
+
+use dss_engine::cache::Config;
+use dss_engine::{BlockKey, Cache, Mode, Policy, ReadOutcome, WriteOutcome};
+
+/// Class 1: priority 0, 2: priority 5, 3: priority 10 (past the cut-off).
+const CLASSES: &str = r#"
+    [[classes]]
+    name = "meta"
+    ids = 1
+    priority = 0
+    [[classes]]
+    name = "objects"
+    ids = 2
+    priority = 5
+    [[classes]]
+    name = "large"
+    ids = 3
+    priority = 10
+"#;
+
+fn cache(options: &str, mode: Mode, entries: u32) -> Cache {
+    let text = format!(
+        "name = \"t\"\nlow_watermark = 0.1\nhigh_watermark = 0.2\nbypass_priority = 10\n\
+         default_priority = 11\n{options}\n{CLASSES}"
+    );
+    let r = Policy::parse(&text).unwrap().resolve(Some(mode));
+    Cache::new(&r, Config::from_fractions(entries, 0.1, 0.2))
+}
+
+fn k(file: u64, index: u64) -> BlockKey {
+    BlockKey { file, index }
+}
+
+/// Read a block the way the daemon does, completing any fill at once. True on a hit.
+fn read(c: &mut Cache, key: BlockKey, class: u8) -> bool {
+    match c.read(key, class) {
+        ReadOutcome::Hit { .. } => true,
+        ReadOutcome::Miss => false,
+        ReadOutcome::MissFill { slot, version } => {
+            c.fill_done(slot, version, true);
+            false
+        }
+    }
+}
+
+/// The syncer keeping up: write back whatever pressure asks for, at once.
+fn sync(c: &mut Cache) {
+    let mut v = Vec::new();
+    c.pick_victims(&mut v, usize::MAX);
+    for victim in &v {
+        c.clean_done(victim, true);
+    }
+}
+
+const HOT: u64 = 30;
+
+/// A hot set read twice (so it was referenced while cached), of class `class`.
+fn warm(c: &mut Cache, class: u8) {
+    for round in 0..2 {
+        for i in 0..HOT {
+            assert_eq!(read(c, k(1, i), class), round == 1);
+        }
+    }
+}
+
+fn hot_hits(c: &mut Cache, class: u8) -> u64 {
+    (0..HOT).filter(|&i| read(c, k(1, i), class)).count() as u64
+}
+
+/// Runs a 1,000-block `scan` over a 100-entry cache after warming the hot set: under
+/// `lru` the scan evicts all of the set, under `slru` none of it.
+fn hot_set_after(scan: impl Fn(&mut Cache, u64)) {
+    for (base, want) in [("lru", 0), ("slru", HOT)] {
+        let mut c = cache(&format!("base_list = \"{base}\""), Mode::Lru, 100);
+        warm(&mut c, 2);
+        for i in 0..1000 {
+            scan(&mut c, i);
+        }
+        c.check().unwrap();
+        assert_eq!(hot_hits(&mut c, 2), want, "{base}");
+    }
+}
+
+#[test]
+fn slru_keeps_a_re_referenced_set_through_a_read_scan() {
+    hot_set_after(|c, i| assert!(!read(c, k(2, i), 2), "a scan never hits"));
+}
+
+#[test]
+fn slru_keeps_a_re_referenced_set_through_a_write_scan() {
+    hot_set_after(|c, i| {
+        let w = c.write(k(2, i), 2, 4096);
+        assert!(matches!(w, WriteOutcome::Ssd { .. }), "{w:?}");
+        sync(c);
+        assert_eq!(c.counters(2).bypassed_bytes, 0, "the syncer keeps up");
+    });
+}
+
+#[test]
+fn slru_under_dss_keeps_selective_eviction() {
+    let mut c = cache("base_list = \"slru\"", Mode::Dss, 100);
+    for (i, class) in [(0, 1), (1, 3), (2, 2), (3, 3), (4, 1)] {
+        assert!(matches!(
+            c.write(k(5, i), class, 4096),
+            WriteOutcome::Ssd { .. }
+        ));
+    }
+    let mut v = Vec::new();
+    c.pick_flush(&mut v, 100, None);
+    let order: Vec<u64> = v.iter().map(|v| v.key.index).collect();
+    assert_eq!(
+        order,
+        vec![1, 3, 2, 0, 4],
+        "lowest priority first, LRU within"
+    );
+}
+
+#[test]
+fn slru_protected_segment_is_capped_and_hands_back_its_oldest() {
+    let mut c = cache(
+        "base_list = \"slru\"\nprotected_fraction = 0.25",
+        Mode::Lru,
+        20,
+    );
+    for round in 0..2 {
+        for i in 0..8 {
+            assert_eq!(read(&mut c, k(1, i), 2), round == 1);
+        }
+    }
+    assert_eq!(c.protected_entries(), 5);
+    assert_eq!(c.free_entries(), 20, "protected entries are still free");
+    // The three referenced first were demoted: a scan reuses them before the five.
+    for i in 0..15 {
+        read(&mut c, k(2, i), 2);
+    }
+    let kept: Vec<u64> = (0..8).filter(|&i| c.lookup(k(1, i)).is_some()).collect();
+    assert_eq!(kept, vec![3, 4, 5, 6, 7]);
+    c.check().unwrap();
+}
+
+#[test]
+fn read_allocation_below_the_cutoff_only() {
+    let mut c = cache("read_allocate = \"below-cutoff\"", Mode::Dss, 100);
+    assert!(!c.syncer_active());
+    assert_eq!(c.read(k(3, 0), 3), ReadOutcome::Miss, "past the cut-off");
+    assert!(matches!(c.read(k(2, 0), 2), ReadOutcome::MissFill { .. }));
+    let large = c.counters(3);
+    assert_eq!((large.misses, large.bypassed_bytes), (1, 0));
+    // Writes of that class are still cached while there is room.
+    assert!(matches!(
+        c.write(k(3, 1), 3, 4096),
+        WriteOutcome::Ssd { .. }
+    ));
+    // lru mode has no cut-off, so it fills every read miss.
+    let mut c = cache("read_allocate = \"below-cutoff\"", Mode::Lru, 100);
+    assert!(matches!(c.read(k(3, 0), 3), ReadOutcome::MissFill { .. }));
+    let mut c = cache("read_allocate = false", Mode::Dss, 100);
+    assert_eq!(c.read(k(1, 0), 1), ReadOutcome::Miss);
+}
+
+#[test]
+fn read_rule_keeps_large_reads_from_flushing_what_hits() {
+    // A large class read once, after a smaller one that is read again: with fills of the
+    // large class, the objects' blocks are evicted; without, they stay.
+    for (rule, want) in [("true", 0), ("\"below-cutoff\"", HOT)] {
+        let mut c = cache(&format!("read_allocate = {rule}"), Mode::Dss, 100);
+        for i in 0..HOT {
+            read(&mut c, k(1, i), 2);
+        }
+        for i in 0..500 {
+            read(&mut c, k(9, i), 3);
+        }
+        assert_eq!(hot_hits(&mut c, 2), want, "read_allocate = {rule}");
+        c.check().unwrap();
+    }
+}
