@@ -23,6 +23,7 @@ from typing import Any
 
 from rich.console import Console
 
+from swift_dss import policies
 from swift_dss.experiment import content as content_mod
 from swift_dss.experiment.cluster import ClusterSpec, PhaseHook, running, tier_dump, tier_stats
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
@@ -66,14 +67,27 @@ def pct_label(pct: float) -> str:
     return f"{pct:g}%"
 
 
-def configurations(pcts: tuple[float, ...] = CACHE_PCTS) -> list[Config]:
+#: Shipped policies named like this run as further DSS configurations ("dss-x@10%"):
+#: variants of the reference policy (e.g. another base list) measured beside it.
+EXTRA_POLICY_PREFIX = "dss-"
+
+
+def extra_policies() -> tuple[str, ...]:
+    return tuple(p for p in policies.available() if p.startswith(EXTRA_POLICY_PREFIX))
+
+
+def configurations(
+    pcts: tuple[float, ...] = CACHE_PCTS, extra: tuple[str, ...] = ()
+) -> list[Config]:
     """In the order they run: the largest cache's DSS and LRU first (the paper's headline),
-    then SSD only, the smaller caches, and HDD only last (it is the slowest to run)."""
+    then SSD only, the smaller caches, and HDD only last (it is the slowest to run); each
+    EXTRA policy (mode dss) after LRU at every cache size."""
     out = []
     for pct in sorted(pcts, reverse=True):
         out.append(Config(f"dss@{pct_label(pct)}", "dss", "reference", pct))
         out.append(Config(f"lru@{pct_label(pct)}", "lru", "lru", pct))
-        if len(out) == 2:
+        out.extend(Config(f"{name}@{pct_label(pct)}", "dss", name, pct) for name in extra)
+        if not any(c.key == "ssd" for c in out):
             out.append(Config("ssd", "ssd", "reference", None))
     out.append(Config("hdd", "hdd", "reference", None))
     return out
@@ -221,7 +235,8 @@ def caching(
     ws = working_set(w)
     setup = setup_doc(w, ws, scale, pcts)
     (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
-    configs = [c for c in configurations(pcts) if not only or c.key in only or c.mode in only]
+    every = configurations(pcts, extra_policies())
+    configs = [c for c in every if not only or c.key in only or c.mode in only]
     entries: dict[str, dict[str, Any]] = {}
     for n, cfg in enumerate(configs, 1):
         run_dir = out / "runs" / cfg.slug
@@ -253,7 +268,7 @@ def caching(
         )
         if on_entry:
             on_entry(cfg.key, e)
-    summary = build_summary(entries, setup, pcts)
+    summary = build_summary(entries, setup, pcts, [c.key for c in every])
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     from swift_dss.experiment.caching_report import write_report
 
@@ -282,13 +297,20 @@ def setup_doc(w: Workload, ws: WorkingSet, scale: Scale, pcts: tuple[float, ...]
 
 
 def build_summary(
-    entries: dict[str, dict[str, Any]], setup: dict[str, Any], pcts: tuple[float, ...]
+    entries: dict[str, dict[str, Any]],
+    setup: dict[str, Any],
+    pcts: tuple[float, ...],
+    expected: list[str] | None = None,
 ) -> dict[str, Any]:
     """summary.json: an entry per configuration and cache size ("hdd@10%", "dss@5%", ...);
-    HDD only and SSD only are measured once and appear under every cache size."""
+    HDD only and SSD only are measured once and appear under every cache size. EXPECTED
+    (default: the paper's configurations) names those reported missing if not in ENTRIES."""
+    expected = expected or [c.key for c in configurations(pcts)]
+    extra = sorted({k.split("@", 1)[0] for k in [*entries, *expected] if "@" in k})
+    bases = ["hdd", "ssd", "lru", "dss", *(b for b in extra if b not in ("lru", "dss"))]
     keyed: dict[str, dict[str, Any]] = {}
     for pct in pcts:
-        for base in ("hdd", "ssd", "lru", "dss"):
+        for base in bases:
             key = f"{base}@{pct_label(pct)}"
             source = entries.get(base if base in ("hdd", "ssd") else key)
             if source is None:
@@ -348,5 +370,5 @@ def build_summary(
         "headlines": headlines,
         "dss_failures_all_phases": dss_failures,
         "setup": setup,
-        "missing": [c.key for c in configurations(pcts) if c.key not in entries],
+        "missing": [k for k in expected if k not in entries],
     }

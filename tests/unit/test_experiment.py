@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from swift_dss import policies
 from swift_dss.experiment import caching, content, cost, policy_file, scale, summary, traffic
 from swift_dss.experiment.caching_report import write_report
 from swift_dss.experiment.cli import make_scale
@@ -239,6 +240,24 @@ def test_summary_names_what_is_missing() -> None:
     doc = caching.build_summary(entries, setup, (10.0,))
     assert set(doc["missing"]) == {"hdd", "ssd", "lru@10%"}
     assert next(h for h in doc["headlines"] if "lru" in h["what"])["met"] is None
+
+
+def test_extra_policies_run_and_report_beside_dss() -> None:
+    configs = caching.configurations((10.0,), ("dss-clock",))
+    assert [c.key for c in configs] == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "hdd"]
+    extra = configs[2]
+    assert (extra.mode, extra.policy, extra.slug) == ("dss", "dss-clock", "dss-clock-10")
+    w = scale.paper_workload(TINY)
+    setup = caching.setup_doc(w, scale.working_set(w), TINY, (10.0,))
+    entries = {k: v for k, v in recorded_entries().items() if not k.endswith("@5%")}
+    entries["dss-clock@10%"] = {**entry("dss-clock@10%", "dss", 10.0, 40, 200), "policy": "x"}
+    doc = caching.build_summary(entries, setup, (10.0,), [c.key for c in configs])
+    assert doc["dss-clock@10%"]["put_mbps"] == 40
+    assert doc["dss-clock@10%"]["cost_norm_get"] is not None
+    assert doc["missing"] == []
+    assert caching.extra_policies() == tuple(
+        p for p in policies.available() if p.startswith("dss-")
+    )
 
 
 def test_tiered_policies_place_only_the_stream_classes() -> None:
