@@ -245,6 +245,8 @@ def test_summary_names_what_is_missing() -> None:
 def test_extra_policies_run_and_report_beside_dss() -> None:
     configs = caching.configurations((10.0,), ("dss-clock",))
     assert [c.key for c in configs] == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "hdd"]
+    both = [c.key for c in caching.configurations((5.0, 10.0), ("dss-clock",))]
+    assert both == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
     extra = configs[2]
     assert (extra.mode, extra.policy, extra.slug) == ("dss", "dss-clock", "dss-clock-10")
     w = scale.paper_workload(TINY)
