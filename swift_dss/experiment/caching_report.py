@@ -35,6 +35,14 @@ def pcts_of(summary: dict[str, Any]) -> list[str]:
     return seen
 
 
+def measured_entries(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """One entry per measured configuration (HDD and SSD only appear under every size)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for key in config_keys(summary):
+        seen.setdefault(summary[key]["measured_as"], summary[key])
+    return list(seen.values())
+
+
 def fig7_table(summary: dict[str, Any]) -> list[str]:
     lines = [
         "| config | PUT MB/s (paper) | GET MB/s (paper) | GET TTFB ms (paper) | "
@@ -73,12 +81,7 @@ def devices_table(summary: dict[str, Any]) -> list[str]:
         "| config | phase | SSD ops | SSD MB | SSD busy s | HDD ops | HDD MB | HDD busy s |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    seen = set()
-    for key in config_keys(summary):
-        e = summary[key]
-        if e["measured_as"] in seen:
-            continue
-        seen.add(e["measured_as"])
+    for e in measured_entries(summary):
         for phase, devs in (e.get("devices_by_phase") or {}).items():
             if phase == "create":
                 continue
@@ -147,12 +150,7 @@ def time_table(summary: dict[str, Any]) -> list[str]:
         "| config | bring-up s | teardown s | wall s (all phases, bring-up, teardown) |",
         "|---|---:|---:|---:|",
     ]
-    seen = set()
-    for key in config_keys(summary):
-        e = summary[key]
-        if e["measured_as"] in seen:
-            continue
-        seen.add(e["measured_as"])
+    for e in measured_entries(summary):
         lines.append(
             f"| {e['measured_as']} | {_f(e.get('up_s'))} | {_f(e.get('down_s'))} | "
             f"{_f(e.get('wall_s'))} |"
