@@ -29,6 +29,8 @@ SLOW_DEVICE_PROXY = {
     "node_timeout": "120",
     "recoverable_node_timeout": "120",
     "conn_timeout": "5",
+    # The proxy reads the client's body only as fast as the backends take it.
+    "client_timeout": "120",
 }
 
 

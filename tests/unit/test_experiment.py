@@ -108,6 +108,8 @@ def test_configurations_and_cluster_specs() -> None:
     configs = caching.configurations((5.0, 10.0))
     assert [c.key for c in configs] == ["dss@10%", "lru@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
     assert configs[0].slug == "dss-10"
+    assert [c.concurrency for c in configs if c.concurrency] == [caching.HDD_CONCURRENCY]
+    assert configs[-1].mode == "hdd"
     ws = scale.WorkingSet(10, 400 * scale.MIB, {}, {}, 0)
     s = scale.Scale(devices=4, replicas=3)
     specs = {c.key: caching.cluster_spec(c, ws, s) for c in configs}
