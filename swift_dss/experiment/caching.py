@@ -248,7 +248,12 @@ def caching(
     (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
     every = configurations(pcts, extra_policies())
     configs = [c for c in every if not only or c.key in only or c.mode in only]
-    entries: dict[str, dict[str, Any]] = {}
+    # What earlier runs measured counts in the summary whatever this run selects.
+    entries: dict[str, dict[str, Any]] = {
+        c.key: json.loads(done.read_text())
+        for c in every
+        if c not in configs and (done := out / "runs" / c.slug / "entry.json").exists()
+    }
     for n, cfg in enumerate(configs, 1):
         run_dir = out / "runs" / cfg.slug
         done = run_dir / "entry.json"

@@ -235,6 +235,19 @@ def test_summary_and_report_from_recorded_entries(tmp_path: Path) -> None:
         assert (tmp_path / png).stat().st_size > 1000
 
 
+def test_a_run_of_some_configurations_keeps_the_others_in_the_summary(tmp_path: Path) -> None:
+    for key, e in recorded_entries().items():
+        slug = key.replace("@", "-").replace("%", "")
+        (tmp_path / "runs" / slug).mkdir(parents=True)
+        (tmp_path / "runs" / slug / "entry.json").write_text(json.dumps(e))
+    doc = caching.caching(
+        tmp_path, TINY, (5.0, 10.0), only=["dss@10%"], console=Console(file=StringIO())
+    )
+    assert doc["lru@10%"]["put_mbps"] == recorded_entries()["lru@10%"]["put_mbps"]
+    assert doc["hdd@5%"]["measured_as"] == "hdd"
+    assert not [k for k in doc["missing"] if not k.startswith("dss-")]
+
+
 def test_summary_names_what_is_missing() -> None:
     w = scale.paper_workload(TINY)
     setup = caching.setup_doc(w, scale.working_set(w), TINY, (10.0,))
