@@ -32,6 +32,11 @@ SLOW_DEVICE_PROXY = {
     # The proxy reads the client's body only as fast as the backends take it.
     "client_timeout": "120",
 }
+#: The object servers' wait for the proxy to send a body. The proxy sends to no replica
+#: before every replica has answered its connection (100 Continue), so with Swift's
+#: 60 s default the fast replicas hung up while a queued one still waited for its HDD
+#: (broken pipes, 503, in HDD only); it has to outlast the proxy's node_timeout.
+SLOW_DEVICE_OBJECT = {"client_timeout": "300"}
 
 
 class ExperimentError(RuntimeError):
@@ -75,6 +80,7 @@ def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
         workers=spec.workers,
         devices_size=spec.devices_size,
         proxy_options=dict(SLOW_DEVICE_PROXY),
+        object_options=dict(SLOW_DEVICE_OBJECT),
         tier_discard=spec.discard,
         **settings,
     )
