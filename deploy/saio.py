@@ -86,6 +86,12 @@ class SaioConfig(ClusterConfig):
     devices_size: str = "4g"
     dss_options: dict[str, str] = field(default_factory=dict)
     object_options: dict[str, str] = field(default_factory=dict)
+    #: Settings of the proxy app (e.g. node_timeout, conn_timeout for slow modelled devices).
+    proxy_options: dict[str, str] = field(default_factory=dict)
+    #: At `down`, kill the tier daemons instead of unmounting them: the dirty blocks are
+    #: not written back, so the devices' data is lost. For runs that measure and throw the
+    #: cluster away, where the write-back through an HDD model takes minutes.
+    tier_discard: bool = False
     start_timeout: float = 90.0
 
     def __post_init__(self) -> None:
@@ -400,8 +406,26 @@ def _stop_tier_daemon(mount: dict[str, Any]) -> None:
             child.wait(10)
 
 
-def release_devices(record: list[dict[str, Any]]) -> list[str]:
-    """Undo the mounts in RECORD, newest first; return the paths that are still mounted."""
+def discard_tier_daemons(record: list[dict[str, Any]]) -> None:
+    """Kill every tier daemon in RECORD without its final write-back (their dirty data is
+    lost); their FUSE mounts are then released by `release_devices` like any other."""
+    for mount in record:
+        if mount["kind"] == "tier":
+            _settle_tier_daemon(mount)
+            if _tier_daemon_alive(mount):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(mount["pid"], signal.SIGKILL)
+    for mount in record:
+        child = _tier_child(mount.get("pid", 0)) if mount["kind"] == "tier" else None
+        if child is not None:
+            child.wait(10)
+
+
+def release_devices(record: list[dict[str, Any]], discard: bool = False) -> list[str]:
+    """Undo the mounts in RECORD, newest first; return the paths that are still mounted.
+    DISCARD kills the tier daemons first, skipping their write-back."""
+    if discard:
+        discard_tier_daemons(record)
     stuck = []
     for mount in reversed(record):
         path = mount["path"]
@@ -542,6 +566,7 @@ class Saio(ProcessCluster):
                 "memcached_port": ports["memcached"],
                 "pipeline": pipeline,
                 "dss_settings": ini_lines(cfg.dss_options),
+                "proxy_settings": ini_lines(cfg.proxy_options),
             },
         }
         for name, values in rendered.items():
@@ -574,7 +599,7 @@ class Saio(ProcessCluster):
     def down(self, timeout: float = 15.0) -> None:
         """Stop every process this cluster started and undo its mounts, even half-started."""
         left = self._procs.stop_all(timeout)
-        stuck = release_devices(self._state.mounts())
+        stuck = release_devices(self._state.mounts(), discard=self.cfg.tier_discard)
         if left or stuck:
             self._state.save()
             raise SaioError(

@@ -17,12 +17,13 @@ import os
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from swift_dss import policies
 from swift_dss.experiment import content as content_mod
 from swift_dss.experiment.cluster import ClusterSpec, PhaseHook, running, tier_dump, tier_stats
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
@@ -33,6 +34,7 @@ from swift_dss.experiment.scale import (
     WorkingSet,
     cache_bytes,
     paper_workload,
+    seeded_workload,
     size_arg,
     split_containers,
     table_mix,
@@ -46,6 +48,11 @@ from swift_dss.loadgen.protocols import Credentials, connect
 from swift_dss.loadgen.workload import Workload
 
 CACHE_PCTS = (5.0, 10.0)
+#: HDD only runs with fewer clients: at 32, 24 PUTs queue on each modelled HDD head at
+#: about 1.8 s each, and some object servers did not answer within the proxy's 120 s
+#: (docs/results.md). 8 clients still keep every HDD busy, so its bandwidth is the same
+#: saturated figure; its latencies are those of a lighter load.
+HDD_CONCURRENCY = 8
 GIB = 1 << 30
 
 
@@ -55,6 +62,8 @@ class Config:
     mode: str
     policy: str
     cache_pct: float | None  # None: no cache (HDD only, SSD only)
+    #: Clients of the measured phases if fewer than the workload's (HDD only).
+    concurrency: int | None = None
 
     @property
     def slug(self) -> str:
@@ -65,16 +74,30 @@ def pct_label(pct: float) -> str:
     return f"{pct:g}%"
 
 
-def configurations(pcts: tuple[float, ...] = CACHE_PCTS) -> list[Config]:
+#: Shipped policies named like this run as further DSS configurations ("dss-x@10%"):
+#: variants of the reference policy (e.g. another base list) measured beside it.
+EXTRA_POLICY_PREFIX = "dss-"
+
+
+def extra_policies() -> tuple[str, ...]:
+    return tuple(p for p in policies.available() if p.startswith(EXTRA_POLICY_PREFIX))
+
+
+def configurations(
+    pcts: tuple[float, ...] = CACHE_PCTS, extra: tuple[str, ...] = ()
+) -> list[Config]:
     """In the order they run: the largest cache's DSS and LRU first (the paper's headline),
-    then SSD only, the smaller caches, and HDD only last (it is the slowest to run)."""
+    then SSD only, the smaller caches, and HDD only last (it is the slowest to run); each
+    EXTRA policy (mode dss) after LRU at the largest cache only (the paper's headline size;
+    each costs as much run time as DSS)."""
     out = []
-    for pct in sorted(pcts, reverse=True):
+    for n, pct in enumerate(sorted(pcts, reverse=True)):
         out.append(Config(f"dss@{pct_label(pct)}", "dss", "reference", pct))
         out.append(Config(f"lru@{pct_label(pct)}", "lru", "lru", pct))
-        if len(out) == 2:
+        if n == 0:
+            out.extend(Config(f"{name}@{pct_label(pct)}", "dss", name, pct) for name in extra)
             out.append(Config("ssd", "ssd", "reference", None))
-    out.append(Config("hdd", "hdd", "reference", None))
+    out.append(Config("hdd", "hdd", "reference", None, HDD_CONCURRENCY))
     return out
 
 
@@ -112,11 +135,16 @@ def run_config(
     """One configuration on a fresh cluster; returns its summary entry (also in entry.json).
     SETUP_W creates the containers, W is the measured phases."""
     spec = cluster_spec(cfg, ws, scale)
+    if cfg.concurrency:
+        w = replace(w, concurrency=min(w.concurrency, cfg.concurrency))
     snapshots: list[dict[str, Any]] = []
     dump: dict[str, Any] = {}
     load_before = os.getloadavg()
     started = time.time()
-    with running(run_dir / "cluster", spec) as saio:
+    timings: dict[str, float] = {}
+    console.print(f"{cfg.key}: starting a cluster ({spec.devices} tier devices, {spec.mode})")
+    with running(run_dir / "cluster", spec, timings) as saio:
+        console.print(f"{cfg.key}: cluster up in {timings['up_s']} s")
         proto = connect(saio.proxy_url, "swift", Credentials())
 
         def on_phase(index: int) -> None:
@@ -127,10 +155,10 @@ def run_config(
 
         t0 = time.time()
         with RunProgress(setup_w, console) as progress:
-            setup_out = runner.work(setup_w, proto, t0, tick=progress)
+            setup_out = runner.work(setup_w, proto, t0, tick=LogTicks(progress, console))
         hook = PhaseHook(on_phase)
         with RunProgress(w, console) as progress:
-            out = runner.work(w, proto, t0, barrier=hook, tick=progress)
+            out = runner.work(w, proto, t0, barrier=hook, tick=LogTicks(progress, console))
         snapshots.append({"before": "end", "stats": tier_stats(saio)})
         endpoint = saio.proxy_url
     setup_rows = runner.summarize(setup_w, [setup_out]).recorder.rows()
@@ -146,6 +174,7 @@ def run_config(
         "mode": cfg.mode,
         "policy": cfg.policy,
         "cache_pct": cfg.cache_pct,
+        "concurrency": w.concurrency,
         "cluster": asdict(spec),
         **figures(doc["rows"]),
         "content_bytes": content_mod.by_type(dump, w),
@@ -157,9 +186,37 @@ def run_config(
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(time.time() - started, 1),
+        **timings,
     }
     (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
     return entry
+
+
+class LogTicks:
+    """The load generator's tick: to the live display, and when the console is not a
+    terminal (a log file), also a plain line per phase every INTERVAL seconds, since the
+    live display only shows there when a phase ends."""
+
+    def __init__(self, progress: Callable[..., None], console: Console, interval: float = 30):
+        self.progress = progress
+        self.console = console
+        self.interval = interval
+        self.last: dict[int, float] = {}
+
+    def __call__(
+        self, index: int, name: str, done: int, failed: int, nbytes: int, seconds: float
+    ) -> None:
+        self.progress(index, name, done, failed, nbytes, seconds)
+        if self.console.is_terminal:
+            return
+        now = time.monotonic()
+        if now - self.last.setdefault(index, now) >= self.interval:
+            self.last[index] = now
+            self.console.print(
+                f"  {name}: {done} done, {failed} failed, "
+                f"{nbytes / max(seconds, 1e-3) / 1e6:.2f} MB/s, {seconds:.0f} s",
+                highlight=False,
+            )
 
 
 def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
@@ -185,12 +242,18 @@ def caching(
     """Runs what is not done yet, then writes summary.json and report.md from every entry."""
     console = console or Console(stderr=True)
     out.mkdir(parents=True, exist_ok=True)
-    setup_w, w = split_containers(paper_workload(scale, workload))
+    setup_w, w = split_containers(seeded_workload(paper_workload(scale, workload), scale))
     ws = working_set(w)
     setup = setup_doc(w, ws, scale, pcts)
     (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
-    configs = [c for c in configurations(pcts) if not only or c.key in only or c.mode in only]
-    entries: dict[str, dict[str, Any]] = {}
+    every = configurations(pcts, extra_policies())
+    configs = [c for c in every if not only or c.key in only or c.mode in only]
+    # What earlier runs measured counts in the summary whatever this run selects.
+    entries: dict[str, dict[str, Any]] = {
+        c.key: json.loads(done.read_text())
+        for c in every
+        if c not in configs and (done := out / "runs" / c.slug / "entry.json").exists()
+    }
     for n, cfg in enumerate(configs, 1):
         run_dir = out / "runs" / cfg.slug
         done = run_dir / "entry.json"
@@ -221,7 +284,7 @@ def caching(
         )
         if on_entry:
             on_entry(cfg.key, e)
-    summary = build_summary(entries, setup, pcts)
+    summary = build_summary(entries, setup, pcts, [c.key for c in every])
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     from swift_dss.experiment.caching_report import write_report
 
@@ -250,13 +313,20 @@ def setup_doc(w: Workload, ws: WorkingSet, scale: Scale, pcts: tuple[float, ...]
 
 
 def build_summary(
-    entries: dict[str, dict[str, Any]], setup: dict[str, Any], pcts: tuple[float, ...]
+    entries: dict[str, dict[str, Any]],
+    setup: dict[str, Any],
+    pcts: tuple[float, ...],
+    expected: list[str] | None = None,
 ) -> dict[str, Any]:
     """summary.json: an entry per configuration and cache size ("hdd@10%", "dss@5%", ...);
-    HDD only and SSD only are measured once and appear under every cache size."""
+    HDD only and SSD only are measured once and appear under every cache size. EXPECTED
+    (default: the paper's configurations) names those reported missing if not in ENTRIES."""
+    expected = expected or [c.key for c in configurations(pcts)]
+    extra = sorted({k.split("@", 1)[0] for k in [*entries, *expected] if "@" in k})
+    bases = ["hdd", "ssd", "lru", "dss", *(b for b in extra if b not in ("lru", "dss"))]
     keyed: dict[str, dict[str, Any]] = {}
     for pct in pcts:
-        for base in ("hdd", "ssd", "lru", "dss"):
+        for base in bases:
             key = f"{base}@{pct_label(pct)}"
             source = entries.get(base if base in ("hdd", "ssd") else key)
             if source is None:
@@ -316,5 +386,5 @@ def build_summary(
         "headlines": headlines,
         "dss_failures_all_phases": dss_failures,
         "setup": setup,
-        "missing": [c.key for c in configurations(pcts) if c.key not in entries],
+        "missing": [k for k in expected if k not in entries],
     }

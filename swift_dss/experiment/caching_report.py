@@ -35,6 +35,14 @@ def pcts_of(summary: dict[str, Any]) -> list[str]:
     return seen
 
 
+def measured_entries(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """One entry per measured configuration (HDD and SSD only appear under every size)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for key in config_keys(summary):
+        seen.setdefault(summary[key]["measured_as"], summary[key])
+    return list(seen.values())
+
+
 def fig7_table(summary: dict[str, Any]) -> list[str]:
     lines = [
         "| config | PUT MB/s (paper) | GET MB/s (paper) | GET TTFB ms (paper) | "
@@ -73,12 +81,7 @@ def devices_table(summary: dict[str, Any]) -> list[str]:
         "| config | phase | SSD ops | SSD MB | SSD busy s | HDD ops | HDD MB | HDD busy s |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    seen = set()
-    for key in config_keys(summary):
-        e = summary[key]
-        if e["measured_as"] in seen:
-            continue
-        seen.add(e["measured_as"])
+    for e in measured_entries(summary):
         for phase, devs in (e.get("devices_by_phase") or {}).items():
             if phase == "create":
                 continue
@@ -131,15 +134,26 @@ def cost_table(summary: dict[str, Any], pct: str) -> list[str]:
         "| config | $/GB | PUT $/GB/IOPS (norm.) | paper | GET $/GB/IOPS (norm.) | paper |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for base in plots.BASES:
-        e = summary.get(f"{base}@{pct}")
-        if e is None:
-            continue
-        ref = FIG9.get(base if base in ("hdd", "ssd") else f"{base}@{pct}", {})
+    for key in (k for k in config_keys(summary) if k.endswith(f"@{pct}")):
+        e, base = summary[key], key.split("@", 1)[0]
+        ref = FIG9.get(base if base in ("hdd", "ssd") else key, {})
         lines.append(
-            f"| {base}@{pct} | {e['price_per_gb']:.3f} | {_f(e.get('cost_norm_put'), 2)} | "
+            f"| {key} | {e['price_per_gb']:.3f} | {_f(e.get('cost_norm_put'), 2)} | "
             f"{_f(ref.get('put', (None,))[0], 1)} | {_f(e.get('cost_norm_get'), 2)} | "
             f"{_f(ref.get('get', (None,))[0], 1)} |"
+        )
+    return lines
+
+
+def time_table(summary: dict[str, Any]) -> list[str]:
+    lines = [
+        "| config | bring-up s | teardown s | wall s (all phases, bring-up, teardown) |",
+        "|---|---:|---:|---:|",
+    ]
+    for e in measured_entries(summary):
+        lines.append(
+            f"| {e['measured_as']} | {_f(e.get('up_s'))} | {_f(e.get('down_s'))} | "
+            f"{_f(e.get('wall_s'))} |"
         )
     return lines
 
@@ -241,6 +255,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         *(cost_table(summary, pcts[-1]) if pcts else []),
         "",
     ]
+    md += ["## Run time per configuration", "", *time_table(summary), ""]
     if summary.get("missing"):
         md += [f"Not measured (failed or not run): {', '.join(summary['missing'])}.", ""]
     warnings = {k: summary[k].get("warnings") for k in keys if summary[k].get("warnings")}

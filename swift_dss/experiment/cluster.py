@@ -7,6 +7,7 @@ import contextlib
 import json
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,24 @@ from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, find_tier_binary
 SSD_MODEL = "intel710"
 HDD_MODEL = "st1000nm0011"
 TIER_FIELDS = ("tier_cache_size", "tier_policy", "tier_ssd_model", "tier_hdd_model")
+
+#: The proxy's timeouts for the modelled devices. Swift's defaults (10 s per backend
+#: response or chunk, 0.5 s to connect) suit real disks with a page cache in front; here a
+#: request can queue behind dozens of others on one modelled HDD head at 12.7 ms per
+#: access (a container database creation alone costs 2.3 s on it, docs/experiments.md), so
+#: a backend that is slow but working would be counted as a failure.
+SLOW_DEVICE_PROXY = {
+    "node_timeout": "120",
+    "recoverable_node_timeout": "120",
+    "conn_timeout": "5",
+    # The proxy reads the client's body only as fast as the backends take it.
+    "client_timeout": "120",
+}
+#: The object servers' wait for the proxy to send a body. The proxy sends to no replica
+#: before every replica has answered its connection (100 Continue), so with Swift's
+#: 60 s default the fast replicas hung up while a queued one still waited for its HDD
+#: (broken pipes, 503, in HDD only); it has to outlast the proxy's node_timeout.
+SLOW_DEVICE_OBJECT = {"client_timeout": "300"}
 
 
 class ExperimentError(RuntimeError):
@@ -35,6 +54,8 @@ class ClusterSpec:
     devices_size: str  # tmpfs holding every device's SSD and HDD directories
     ssd_model: str = SSD_MODEL
     hdd_model: str = HDD_MODEL
+    #: Stop the tier without writing back: the run does not need the data after measuring.
+    discard: bool = True
 
 
 def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
@@ -58,6 +79,9 @@ def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
         replicas=spec.replicas,
         workers=spec.workers,
         devices_size=spec.devices_size,
+        proxy_options=dict(SLOW_DEVICE_PROXY),
+        object_options=dict(SLOW_DEVICE_OBJECT),
+        tier_discard=spec.discard,
         **settings,
     )
 
@@ -84,15 +108,23 @@ def clear_leftovers(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def running(directory: Path, spec: ClusterSpec) -> Iterator[Saio]:
+def running(
+    directory: Path, spec: ClusterSpec, timings: dict[str, float] | None = None
+) -> Iterator[Saio]:
+    """A cluster up for the duration; TIMINGS, if given, gets "up_s" and "down_s"."""
+    timings = {} if timings is None else timings
     clear_leftovers(directory)
     saio = Saio(saio_config(directory, spec))
     with sigterm_as_interrupt():
+        t0 = time.monotonic()
         saio.up()  # stops whatever it started if it fails
+        timings["up_s"] = round(time.monotonic() - t0, 1)
         try:
             yield saio
         finally:
+            t0 = time.monotonic()
             saio.down(timeout=60)
+            timings["down_s"] = round(time.monotonic() - t0, 1)
 
 
 def mountpoints(saio: Saio) -> dict[str, Path]:

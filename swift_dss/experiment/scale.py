@@ -26,13 +26,19 @@ class Scale:
     """What makes a run of the paper's workload fit the machine (docs/experiments.md)."""
 
     size_scale: float = 0.1
-    count_scale: float = 0.05
+    count_scale: float = 0.006
     concurrency: int = 32
     devices: int = 4
     replicas: int = 3
     workers: int = 8  # per server, as the paper's object, container and account servers
-    timeout: float = 300.0
-    containers: int = 100
+    #: The client's limit per request: HDD only wrote the largest object (166 MiB) at
+    #: about 0.5 MB/s and a 300 s limit cut it off at 151 MB.
+    timeout: float = 900.0
+    containers: int = 25
+    #: No object larger than this (bytes): one PUT of it must fit in the client's timeout.
+    max_object: int = 256 * MIB
+    #: Seeds tried, from the workload's own, for the draw closest to Table I's byte mix.
+    seeds: int = 200
 
     def times(self, factor: float) -> Scale:
         return replace(self, count_scale=self.count_scale * factor)
@@ -55,8 +61,8 @@ def paper_workload(scale: Scale, workload: str = "paper") -> Workload:
 
 
 #: Containers are created by a few clients: the paper does not measure that phase, and
-#: dozens of concurrent sqlite creations queued on one modelled HDD outlast Swift's 10 s
-#: node timeout (docs/experiments.md).
+#: dozens of concurrent sqlite creations queued on one modelled HDD (2.3 s each) make
+#: every one of them wait (docs/experiments.md).
 SETUP_CONCURRENCY = 4
 
 
@@ -82,6 +88,7 @@ class WorkingSet:
     by_type: dict[str, int]  # bytes PUT per Fig. 8 slice
     count_by_type: dict[str, int]
     gets: int
+    largest: int = 0
 
     def per_device(self, replicas: int, devices: int) -> int:
         return math.ceil(self.bytes * replicas / devices)
@@ -99,6 +106,7 @@ def working_set(w: Workload) -> WorkingSet:
     by_type: dict[str, int] = defaultdict(int)
     count: dict[str, int] = defaultdict(int)
     gets = 0
+    largest = 0
     for i, phase in enumerate(w.phases):
         if phase.op == "delete":
             break
@@ -110,8 +118,44 @@ def working_set(w: Workload) -> WorkingSet:
             key = type_of(w, req.type, req.cls)
             by_type[key] += req.size
             count[key] += 1
+            largest = max(largest, req.size)
     total = sum(by_type.values())
-    return WorkingSet(len(plan.pool), total, dict(by_type), dict(count), gets)
+    return WorkingSet(len(plan.pool), total, dict(by_type), dict(count), gets, largest)
+
+
+def mix_distance(drawn: dict[str, float], expected: dict[str, float]) -> float:
+    """L1 distance between two byte mixes (0: the same, 2: disjoint)."""
+    return sum(abs(drawn.get(k, 0.0) - expected.get(k, 0.0)) for k in drawn.keys() | expected)
+
+
+def pick_seed(
+    draws: list[tuple[int, WorkingSet]], expected: dict[str, float], max_object: int
+) -> int:
+    """The seed whose draw is closest to the EXPECTED byte mix with no object above
+    MAX_OBJECT (the first such seed on a tie); the first seed if none fits.
+
+    A few hundred objects draw Table I's rare large types (VMDK: 0.1% of objects, most of
+    the bytes) zero times or once, so a seed is chosen for its byte mix, from the plan
+    alone, before anything is measured."""
+    fitting = [
+        (mix_distance(ws.mix(), expected), i)
+        for i, (_, ws) in enumerate(draws)
+        if ws.largest <= max_object
+    ]
+    if not fitting:
+        return draws[0][0]
+    return draws[min(fitting)[1]][0]
+
+
+def seeded_workload(w: Workload, scale: Scale) -> Workload:
+    """W with the seed `pick_seed` chooses among SCALE.seeds, judged on the draws of its
+    measured phases (`split_containers`), which are the ones the run makes."""
+    expected = table_mix(w)
+    draws = [
+        (seed, working_set(split_containers(w.with_options(seed=seed))[1]))
+        for seed in range(w.seed, w.seed + max(1, scale.seeds))
+    ]
+    return w.with_options(seed=pick_seed(draws, expected, scale.max_object))
 
 
 def table_mix(w: Workload) -> dict[str, float]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import tomllib
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from swift_dss import policies
 from swift_dss.experiment import caching, content, cost, policy_file, scale, summary, traffic
 from swift_dss.experiment.caching_report import write_report
 from swift_dss.experiment.cli import make_scale
@@ -28,14 +31,62 @@ def test_working_set_is_the_plans_puts_and_deterministic() -> None:
 
 
 def test_default_scale_keeps_most_bytes_in_few_large_objects() -> None:
-    w = scale.paper_workload(scale.DEFAULT)
+    full = scale.seeded_workload(scale.paper_workload(scale.DEFAULT), scale.DEFAULT)
+    w = scale.split_containers(full)[1]
     ws = scale.working_set(w)
     mix = ws.mix()
     assert mix[scale.LARGE] > 0.5
     assert ws.count_by_type[scale.LARGE] < 0.05 * ws.objects
+    assert ws.largest <= scale.DEFAULT.max_object
     expected = scale.table_mix(w)
     assert expected[scale.LARGE] > 0.5
     assert abs(sum(expected.values()) - 1) < 1e-9
+
+
+def ws_of(mix: dict[str, int], largest: int) -> scale.WorkingSet:
+    return scale.WorkingSet(len(mix), sum(mix.values()), mix, {}, 0, largest)
+
+
+def test_mix_distance() -> None:
+    assert scale.mix_distance({"a": 0.5, "b": 0.5}, {"a": 0.5, "b": 0.5}) == 0
+    assert scale.mix_distance({"a": 1.0}, {"b": 1.0}) == 2
+    assert scale.mix_distance({"a": 0.8, "b": 0.2}, {"a": 0.6, "b": 0.4}) == pytest.approx(0.4)
+
+
+def test_pick_seed_takes_the_closest_mix_that_fits() -> None:
+    expected = {"large": 0.8, "small": 0.2}
+    draws = [
+        (1, ws_of({"small": 10}, 5)),  # no large object at all
+        (2, ws_of({"large": 80, "small": 20}, 200)),  # the mix, but one object too large
+        (3, ws_of({"large": 90, "small": 10}, 60)),
+        (4, ws_of({"large": 70, "small": 30}, 50)),  # as close as seed 3: the first wins
+    ]
+    assert scale.pick_seed(draws, expected, max_object=100) == 3
+    assert scale.pick_seed(draws, expected, max_object=200) == 2
+    assert scale.pick_seed(draws, expected, max_object=1) == 1  # none fits: the first
+
+
+def test_seeded_workload_is_deterministic_and_only_changes_the_seed() -> None:
+    w = scale.paper_workload(TINY)
+    a, b = scale.seeded_workload(w, TINY), scale.seeded_workload(w, TINY)
+    assert a == b
+    assert w.seed <= a.seed < w.seed + TINY.seeds
+    assert a.phases == w.phases and a.types == w.types
+
+
+def test_log_ticks_print_only_off_a_terminal_and_at_intervals() -> None:
+    seen: list[int] = []
+    out = StringIO()
+    ticks = caching.LogTicks(lambda *a: seen.append(a[2]), Console(file=out), interval=0)
+    ticks(0, "put", 5, 1, 2_000_000, 2.0)
+    ticks(0, "put", 6, 1, 2_000_000, 2.0)
+    assert seen == [5, 6]
+    assert "put: 6 done, 1 failed, 1.00 MB/s" in out.getvalue()
+    quiet = StringIO()
+    ticks = caching.LogTicks(lambda *a: None, Console(file=quiet), interval=3600)
+    ticks(0, "put", 5, 0, 0, 1.0)
+    ticks(0, "put", 6, 0, 0, 1.0)
+    assert quiet.getvalue() == ""
 
 
 def test_scale_factor_multiplies_counts_not_sizes() -> None:
@@ -57,6 +108,8 @@ def test_configurations_and_cluster_specs() -> None:
     configs = caching.configurations((5.0, 10.0))
     assert [c.key for c in configs] == ["dss@10%", "lru@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
     assert configs[0].slug == "dss-10"
+    assert [c.concurrency for c in configs if c.concurrency] == [caching.HDD_CONCURRENCY]
+    assert configs[-1].mode == "hdd"
     ws = scale.WorkingSet(10, 400 * scale.MIB, {}, {}, 0)
     s = scale.Scale(devices=4, replicas=3)
     specs = {c.key: caching.cluster_spec(c, ws, s) for c in configs}
@@ -182,6 +235,19 @@ def test_summary_and_report_from_recorded_entries(tmp_path: Path) -> None:
         assert (tmp_path / png).stat().st_size > 1000
 
 
+def test_a_run_of_some_configurations_keeps_the_others_in_the_summary(tmp_path: Path) -> None:
+    for key, e in recorded_entries().items():
+        slug = key.replace("@", "-").replace("%", "")
+        (tmp_path / "runs" / slug).mkdir(parents=True)
+        (tmp_path / "runs" / slug / "entry.json").write_text(json.dumps(e))
+    doc = caching.caching(
+        tmp_path, TINY, (5.0, 10.0), only=["dss@10%"], console=Console(file=StringIO())
+    )
+    assert doc["lru@10%"]["put_mbps"] == recorded_entries()["lru@10%"]["put_mbps"]
+    assert doc["hdd@5%"]["measured_as"] == "hdd"
+    assert not [k for k in doc["missing"] if not k.startswith("dss-")]
+
+
 def test_summary_names_what_is_missing() -> None:
     w = scale.paper_workload(TINY)
     setup = caching.setup_doc(w, scale.working_set(w), TINY, (10.0,))
@@ -189,6 +255,26 @@ def test_summary_names_what_is_missing() -> None:
     doc = caching.build_summary(entries, setup, (10.0,))
     assert set(doc["missing"]) == {"hdd", "ssd", "lru@10%"}
     assert next(h for h in doc["headlines"] if "lru" in h["what"])["met"] is None
+
+
+def test_extra_policies_run_and_report_beside_dss() -> None:
+    configs = caching.configurations((10.0,), ("dss-clock",))
+    assert [c.key for c in configs] == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "hdd"]
+    both = [c.key for c in caching.configurations((5.0, 10.0), ("dss-clock",))]
+    assert both == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
+    extra = configs[2]
+    assert (extra.mode, extra.policy, extra.slug) == ("dss", "dss-clock", "dss-clock-10")
+    w = scale.paper_workload(TINY)
+    setup = caching.setup_doc(w, scale.working_set(w), TINY, (10.0,))
+    entries = {k: v for k, v in recorded_entries().items() if not k.endswith("@5%")}
+    entries["dss-clock@10%"] = {**entry("dss-clock@10%", "dss", 10.0, 40, 200), "policy": "x"}
+    doc = caching.build_summary(entries, setup, (10.0,), [c.key for c in configs])
+    assert doc["dss-clock@10%"]["put_mbps"] == 40
+    assert doc["dss-clock@10%"]["cost_norm_get"] is not None
+    assert doc["missing"] == []
+    assert caching.extra_policies() == tuple(
+        p for p in policies.available() if p.startswith("dss-")
+    )
 
 
 def test_tiered_policies_place_only_the_stream_classes() -> None:
