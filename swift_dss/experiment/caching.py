@@ -79,8 +79,32 @@ def pct_label(pct: float) -> str:
 EXTRA_POLICY_PREFIX = "dss-"
 
 
+#: The variant a default run measures: the reference policy without read fills of the
+#: classes past its cut-off, the way the default run's device counters point to
+#: (docs/results.md: read fills of the largest object bound DSS's GET bandwidth).
+DEFAULT_VARIANTS = ("dss-readcut",)
+
+
 def extra_policies() -> tuple[str, ...]:
     return tuple(p for p in policies.available() if p.startswith(EXTRA_POLICY_PREFIX))
+
+
+def select_variants(spec: str) -> tuple[str, ...]:
+    """``default``, ``all``, ``none`` or a comma list of shipped dss-* policy names."""
+    shipped = extra_policies()
+    if spec == "default":
+        return tuple(v for v in DEFAULT_VARIANTS if v in shipped)
+    if spec == "all":
+        return shipped
+    if spec == "none":
+        return ()
+    names = tuple(n.strip() for n in spec.split(",") if n.strip())
+    unknown = [n for n in names if n not in shipped]
+    if unknown:
+        raise ValueError(
+            f"unknown policy variant {', '.join(unknown)}; shipped: {', '.join(shipped)}"
+        )
+    return names
 
 
 def configurations(
@@ -235,6 +259,7 @@ def caching(
     only: list[str] | None = None,
     force: bool = False,
     console: Console | None = None,
+    variants: tuple[str, ...] = DEFAULT_VARIANTS,
     workload: str = "paper",
     on_entry: Callable[[str, dict[str, Any]], None] | None = None,
     run_nothing: bool = False,
@@ -246,7 +271,7 @@ def caching(
     ws = working_set(w)
     setup = setup_doc(w, ws, scale, pcts)
     (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
-    every = configurations(pcts, extra_policies())
+    every = configurations(pcts, variants)
     configs = [c for c in every if not only or c.key in only or c.mode in only]
     # What earlier runs measured counts in the summary whatever this run selects.
     entries: dict[str, dict[str, Any]] = {

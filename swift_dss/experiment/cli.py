@@ -52,6 +52,13 @@ def experiment() -> None:
 @click.option("--only", default=None, help="configurations to run, e.g. dss,lru@10%")
 @click.option("--force", is_flag=True, help="rerun configurations that completed before")
 @click.option("--report-only", is_flag=True, help="rebuild summary and report, run nothing")
+@click.option(
+    "--variants",
+    default="default",
+    show_default=True,
+    help="policy variants run beside dss at the largest cache: default (dss-readcut), "
+    "all (every shipped policies/dss-*.toml), none, or a comma list of names",
+)
 def caching(
     out: Path,
     factor: float,
@@ -66,10 +73,12 @@ def caching(
     only: str | None,
     force: bool,
     report_only: bool,
+    variants: str,
 ) -> None:
     from rich.console import Console
 
     from swift_dss.experiment.caching import caching as run_caching
+    from swift_dss.experiment.caching import select_variants
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.tables import print_caching
 
@@ -88,6 +97,10 @@ def caching(
         pcts = tuple(float(p) for p in cache_pcts.split(","))
     except ValueError as err:
         raise click.BadParameter(f"{cache_pcts!r}: expected numbers such as 5,10") from err
+    try:
+        chosen = select_variants(variants)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--variants") from err
     console = Console(stderr=True)
     try:
         summary = run_caching(
@@ -98,6 +111,7 @@ def caching(
             force=force,
             console=console,
             run_nothing=report_only,
+            variants=chosen,
         )
     except ExperimentError as err:
         raise click.ClickException(str(err)) from err

@@ -334,3 +334,26 @@ def test_phase_hook_reports_each_phase_in_order() -> None:
     for _ in range(3):
         hook.wait(timeout=1)
     assert seen == [0, 1, 2]
+
+
+def test_variants_default_all_none_and_named() -> None:
+    shipped = caching.extra_policies()
+    assert caching.select_variants("default") == ("dss-readcut",)
+    assert caching.select_variants("all") == shipped
+    assert caching.select_variants("none") == ()
+    assert caching.select_variants("dss-slru, dss-readcut") == ("dss-slru", "dss-readcut")
+    with pytest.raises(ValueError, match="dss-nope"):
+        caching.select_variants("dss-slru,dss-nope")
+
+
+def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+
+    result = CliRunner().invoke(
+        experiment, ["caching", "--out", str(tmp_path), "--variants", "lru-fast"]
+    )
+    assert result.exit_code == 2
+    assert "unknown policy variant lru-fast" in result.output
+    assert not (tmp_path / "summary.json").exists()
