@@ -66,7 +66,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from swift.common.constraints import valid_api_version
-from swift.common.header_key_dict import HeaderKeyDict
 from swift.common.http import is_success
 from swift.common.registry import register_swift_info
 from swift.common.request_helpers import get_sys_meta_prefix
@@ -96,11 +95,11 @@ from swift_dss.formats import (
     classmap_to_headers,
     from_sysmeta,
     read_classfile,
-    sysmeta_keys,
     to_sysmeta,
 )
 from swift_dss.formats.headers import parse_number
 from swift_dss.formats.limits import CLASS_SPACE
+from swift_dss.formats.sysmeta import ENVIRON_PREFIX, PREFIX, environ_key
 
 #: Class headers in the user-metadata form, for S3 clients that can only set metadata.
 META_OBJECT_CLASS = "X-Object-Meta-Dss-Object-Class"
@@ -114,6 +113,22 @@ DEFAULT_PRESERVE_HEADERS = (
     "cache-control, content-language, expires, x-robots-tag"
 )
 SLO_SIZE = get_sys_meta_prefix("object") + "slo-size"
+# The request headers every object request is checked for, as environ keys: reading the
+# environ directly spares swob's header proxy its conversions on each lookup.
+ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
+ENV_RANGE_CLASS = environ_key(RANGE_CLASS)
+ENV_META_OBJECT_CLASS = environ_key(META_OBJECT_CLASS)
+ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
+ENV_OBJECT_FILE = environ_key(OBJECT_FILE)
+ENV_CLASS_FILE = environ_key(CLASS_FILE)
+ENV_SLO_SIZE = environ_key(SLO_SIZE)
+_LOWER_SYSMETA_PREFIX = PREFIX.lower()
+_ENV_CLASS_HEADERS = (
+    ENV_OBJECT_CLASS,
+    ENV_RANGE_CLASS,
+    ENV_META_OBJECT_CLASS,
+    ENV_META_RANGE_CLASS,
+)
 
 
 def parse_class_set(text: str, max_class: int = CLASS_SPACE - 1) -> frozenset[int]:
@@ -159,12 +174,23 @@ class ClassPolicy:
                 self.accounts[key[len("account_allowed_classes_") :]] = parse_class_set(value, top)
             elif key.startswith("role_allowed_classes_"):
                 self.roles[key[len("role_allowed_classes_") :]] = parse_class_set(value, top)
+        # What an account allows before any role adds to it: when a request's classes are
+        # all in here, which is nearly always, its roles need not be looked at.
+        self._base = {a: self._settable(s) for a, s in self.accounts.items()}
+        self._default_base = self._settable(self.default)
+
+    def _settable(self, classes: Iterable[int]) -> frozenset[int]:
+        return frozenset((set(classes) | {0}) - self.reserved)
+
+    def permits_without_roles(self, classes: set[int], account: str) -> bool:
+        """True when ``account`` may set ``classes`` whatever roles the caller has."""
+        return classes <= self._base.get(account, self._default_base)
 
     def allowed(self, account: str, roles: Iterable[str]) -> frozenset[int]:
         allowed = set(self.accounts.get(account, self.default))
         for role in roles:
             allowed |= self.roles.get(role, frozenset())
-        return frozenset((allowed | {0}) - self.reserved)
+        return self._settable(allowed)
 
     def refused(self, cmap: ClassMap, account: str, roles: Iterable[str]) -> set[int]:
         return cmap.classes() - self.allowed(account, roles)
@@ -188,9 +214,14 @@ class _ClassedResponse(WSGIContext):
     def handle(self, env: dict, start_response: object) -> Iterable[bytes]:
         app_iter = self._app_call(env)
         if is_success(self._get_status_int()) and env.get("swift.source") != COPY_SOURCE:
-            headers = dict(self._response_headers)
+            # Only the dss sysmeta, with its keys in the title case from_sysmeta looks for.
+            sysmeta = {
+                k.title(): v
+                for k, v in self._response_headers
+                if k.lower().startswith(_LOWER_SYSMETA_PREFIX)
+            }
             try:
-                cmap = from_sysmeta(HeaderKeyDict(headers), self.limits) or ClassMap()
+                cmap = (from_sysmeta(sysmeta, self.limits) if sysmeta else None) or ClassMap()
             except ClassError as err:
                 self.logger.warning(
                     "object %s has corrupt class sysmeta: %s", env["PATH_INFO"], err
@@ -248,12 +279,11 @@ class DssMiddleware:
 
     def _header_classes(self, req: Request, size: int | None) -> ClassMap | None:
         """Classes from the X-DSS headers, or else from their user-metadata form."""
-        headers = req.headers
-        obj, rng = headers.get(OBJECT_CLASS), headers.get(RANGE_CLASS)
-        meta_obj, meta_rng = headers.get(META_OBJECT_CLASS), headers.get(META_RANGE_CLASS)
+        env = req.environ
+        obj, rng = env.get(ENV_OBJECT_CLASS), env.get(ENV_RANGE_CLASS)
         # The metadata form becomes classes: it must not also linger as user metadata.
-        headers.pop(META_OBJECT_CLASS, None)
-        headers.pop(META_RANGE_CLASS, None)
+        meta_obj = env.pop(ENV_META_OBJECT_CLASS, None)
+        meta_rng = env.pop(ENV_META_RANGE_CLASS, None)
         try:
             meta = classmap_from_headers(meta_obj, meta_rng, self.limits, size)
             if obj is None and rng is None:
@@ -265,7 +295,10 @@ class DssMiddleware:
             raise self._error(err, req) from None
 
     def _authorize(self, req: Request, account: str, cmap: ClassMap) -> None:
-        refused = self.policy.refused(cmap, wsgi_to_str(account), _roles(req.environ))
+        account = wsgi_to_str(account)
+        if self.policy.permits_without_roles(cmap.classes(), account):
+            return
+        refused = self.policy.refused(cmap, account, _roles(req.environ))
         if refused:
             raise HTTPForbidden(
                 body=f"class {format_class_set(refused)} may not be set by this client\n",
@@ -275,26 +308,32 @@ class DssMiddleware:
 
     @staticmethod
     def _set_sysmeta(req: Request, cmap: ClassMap) -> None:
-        for key in sysmeta_keys(req.headers):
-            del req.headers[key]
-        req.headers.update(to_sysmeta(cmap))
+        env = req.environ
+        for key in [k for k in env if k.startswith(ENVIRON_PREFIX)]:
+            del env[key]
+        for key, value in to_sysmeta(cmap).items():
+            env[environ_key(key)] = value
 
     # -- PUT ----------------------------------------------------------------------------
 
     def handle_put(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
-        if config_true_value(req.headers.get(CLASS_FILE)):
+        env = req.environ
+        if config_true_value(env.get(ENV_CLASS_FILE)):
             return self.put_class_file(req, account, start_response)
+        length = env.get("CONTENT_LENGTH")
         try:
-            size = req.content_length
+            # As swob's req.content_length, without its trip through the header proxy.
+            size = int(length) if length is not None else None
         except ValueError:
             raise HTTPBadRequest(
                 body="Content-Length is not a number\n", request=req, content_type="text/plain"
             ) from None
-        if SLO_SIZE in req.headers:
+        slo_size = env.get(ENV_SLO_SIZE)
+        if slo_size is not None:
             # A large object's manifest: ranges refer to the object it stands for, whose
             # size slo has worked out, not to the manifest's own bytes.
-            size = int(req.headers[SLO_SIZE])
-        if config_true_value(req.headers.get(OBJECT_FILE)):
+            size = int(slo_size)
+        if config_true_value(env.get(ENV_OBJECT_FILE)):
             cmap = self._strip_object_file(req, size)
         else:
             cmap = self._header_classes(req, size)
@@ -366,10 +405,8 @@ class DssMiddleware:
     # -- POST and reclassification ------------------------------------------------------
 
     def handle_post(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
-        has_classes = any(
-            h in req.headers
-            for h in (OBJECT_CLASS, RANGE_CLASS, META_OBJECT_CLASS, META_RANGE_CLASS)
-        )
+        env = req.environ
+        has_classes = any(k in env for k in _ENV_CLASS_HEADERS)
         current = self._head(req)
         if not is_success(current.status_int):
             return current(req.environ, start_response)
@@ -389,7 +426,8 @@ class DssMiddleware:
         return self.app(req.environ, start_response)
 
     def handle_read(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
-        if req.method == "GET" and any(h in req.headers for h in (OBJECT_CLASS, RANGE_CLASS)):
+        env = req.environ
+        if req.method == "GET" and (ENV_OBJECT_CLASS in env or ENV_RANGE_CLASS in env):
             current = self._head(req)
             if not is_success(current.status_int):
                 return current(req.environ, start_response)
@@ -401,8 +439,8 @@ class DssMiddleware:
                 resp = self.reclassify(req, cmap, current=current)
                 if not is_success(resp.status_int):
                     return resp(req.environ, start_response)
-            for header in (OBJECT_CLASS, RANGE_CLASS):
-                req.headers.pop(header, None)
+            env.pop(ENV_OBJECT_CLASS, None)
+            env.pop(ENV_RANGE_CLASS, None)
         return _ClassedResponse(self.app, self.limits, self.logger).handle(
             req.environ, start_response
         )

@@ -42,17 +42,33 @@ from typing import Any
 
 from eventlet import tpool
 from swift.common.storage_policy import POLICIES, REPL_POLICY
-from swift.common.swob import HeaderKeyDict
+from swift.common.swob import HeaderEnvironProxy, HeaderKeyDict
 from swift.common.utils import drop_buffer_cache, fdatasync
 from swift.obj import server
 from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileReader, DiskFileWriter
 
 from swift_dss import dssio
 from swift_dss.formats import ClassError, ClassMap, from_sysmeta, sysmeta_keys
+from swift_dss.formats.sysmeta import CLASS_KEY, EnvironHeaders, HeaderSource
 
 BACKEND_NAMES = ("auto", "tier", "kernel", "none", "record")
 UNCLASSIFIED = ClassMap()
 _OVERRIDE_PREFIX = "dssio_backend_"
+
+
+def _case_insensitive(metadata: Mapping[str, str]) -> HeaderSource | None:
+    """``metadata`` as something :func:`from_sysmeta` can read, or None when it holds no dss
+    sysmeta; copies only when the keys are in an unusual case."""
+    if isinstance(metadata, HeaderEnvironProxy):
+        return EnvironHeaders(metadata.environ)
+    if isinstance(metadata, HeaderKeyDict):
+        return metadata
+    if CLASS_KEY in metadata:
+        # Swift's diskfile metadata: keys title-cased as HeaderKeyDict would have them.
+        return metadata
+    if not sysmeta_keys(metadata):
+        return None
+    return HeaderKeyDict(metadata)
 
 
 def stored_classes(metadata: Mapping[str, str], logger: Any, what: str) -> ClassMap | None:
@@ -60,10 +76,11 @@ def stored_classes(metadata: Mapping[str, str], logger: Any, what: str) -> Class
 
     A corrupt map is logged and read as unclassified rather than failing the request.
     """
-    if not sysmeta_keys(metadata):
+    headers = _case_insensitive(metadata)
+    if headers is None:
         return None
     try:
-        return from_sysmeta(HeaderKeyDict(metadata))
+        return from_sysmeta(headers)
     except ClassError as e:
         logger.warning(
             "dss class sysmeta of %s is corrupt (%s); treating it as unclassified", what, e
@@ -103,6 +120,8 @@ class DeviceBackends:
                 ) from None
         elif "kernel" in used:
             raise ValueError("dssio_backend kernel needs dssio_kernel_o_classify")
+        self._backends: dict[str, dssio.Backend] = {}
+        self._by_device: dict[str, dssio.Backend] = {}
         for name in used - {"auto"}:
             # Build now so that a bad option fails at start-up, not on the first request.
             self._backend(name)
@@ -115,17 +134,30 @@ class DeviceBackends:
         return name
 
     def _backend(self, name: str) -> dssio.Backend:
-        return dssio.get_backend(name, **self.options[name])
+        backend = self._backends.get(name)
+        if backend is None:
+            backend = self._backends[name] = dssio.get_backend(name, **self.options[name])
+        return backend
+
+    def _configured(self, device_path: str) -> str:
+        return self.overrides.get(os.path.basename(device_path.rstrip("/")), self.default)
 
     def name_for(self, device_path: str) -> str:
-        name = self.overrides.get(os.path.basename(device_path.rstrip("/")), self.default)
+        name = self._configured(device_path)
         if name == "auto":
             # Cached per filesystem by dssio, so a device mounted after start-up is seen.
             name = dssio.detect_backend(device_path)
         return name
 
     def for_device(self, device_path: str) -> dssio.Backend:
-        return self._backend(self.name_for(device_path))
+        backend = self._by_device.get(device_path)
+        if backend is None:
+            backend = self._backend(self.name_for(device_path))
+            if self._configured(device_path) != "auto":
+                # A configured name never changes; auto must keep looking (a device may be
+                # mounted after start-up).
+                self._by_device[device_path] = backend
+        return backend
 
 
 class ClassifiedReadFile:
@@ -136,6 +168,7 @@ class ClassifiedReadFile:
         self._fp = fp
         self._fd: int = fp.fileno()
         self._classes = classes
+        self._uniform = classes.uniform_class
         self._backend = backend
         # Reads bypass fp's buffer, so the descriptor's offset is the one that counts.
         self._pos = os.lseek(self._fd, fp.tell(), os.SEEK_SET)
@@ -155,8 +188,10 @@ class ClassifiedReadFile:
             size = max(os.fstat(self._fd).st_size - self._pos, 0)
         if size == 0:
             return b""
-        _offset, length, cls = next(self._classes.segments(self._pos, size))
-        data = self._backend.dread(self._fd, cls, length)
+        cls = self._uniform
+        if cls is None:
+            _offset, size, cls = next(self._classes.segments(self._pos, size))
+        data = self._backend.dread(self._fd, cls, size)
         self._pos += len(data)
         return data
 
@@ -198,20 +233,26 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
         if not self._fd:
             raise ValueError("Writer is not open")
         self._chunks_etag.update(chunk)
-        base = self._upload_size
-        view = memoryview(chunk)
-        for offset, length, cls in self._classes.segments(base, len(chunk)):
-            piece = view[offset - base : offset - base + length]
-            while piece:
-                written = self._dssio.dwrite(self._fd, cls, piece)
-                self._upload_size += written
-                piece = piece[written:]
+        cls = self._classes.uniform_class
+        if cls is not None:
+            self._write_all(cls, chunk)
+        else:
+            base = self._upload_size
+            view = memoryview(chunk)
+            for offset, length, seg_cls in self._classes.segments(base, len(chunk)):
+                self._write_all(seg_cls, view[offset - base : offset - base + length])
 
         diff = self._upload_size - self._last_sync
         if diff >= self._bytes_per_sync:
             tpool.execute(fdatasync, self._fd)
             drop_buffer_cache(self._fd, self._last_sync, diff)
             self._last_sync = self._upload_size
+
+    def _write_all(self, cls: int, piece: bytes | memoryview) -> None:
+        while piece:
+            written = self._dssio.dwrite(self._fd, cls, piece)
+            self._upload_size += written
+            piece = piece[written:]
 
     def close(self) -> None:
         if self._fd and self._dssio is not None:
@@ -295,7 +336,8 @@ class ObjectController(server.ObjectController):
     ) -> tuple[int, str]:
         classify = getattr(writer, "classify", None)
         if classify is not None:
-            classify(stored_classes(request.headers, self.logger, request.path))
+            # PATH_INFO, not request.path: only a corrupt map needs a name, for its log line.
+            classify(stored_classes(request.headers, self.logger, request.environ["PATH_INFO"]))
         return super()._stage_obj_data(request, device, obj_input, writer, fsize)
 
 

@@ -173,3 +173,128 @@ def run(out: Path, rounds: int = 25, progress: Callable[[str], None] = print) ->
         goal=0.97,
         progress=progress,
     )
+
+
+# -- Python function calls per request, in-process ------------------------------------------
+#
+# Wall-clock and CPU figures on a shared machine move by more than the effects measured; the
+# number of Python calls a request costs does not move at all, so it shows what a change to
+# the dss code paths did. Counted with cProfile on the object servers and on the middleware
+# alone (around a stand-in for the rest of the proxy), each against its stock counterpart.
+
+_SWIFT_CONF = "[swift-hash]\nswift_hash_path_suffix = bench\n[storage-policy:0]\nname = gold\n"
+
+
+def _calls(call: Callable[[], object], n: int) -> float:
+    import cProfile
+    import pstats
+
+    call()  # warm: first-use imports and caches are not per-request costs
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        call()
+    profile.disable()
+    return pstats.Stats(profile).total_calls / n
+
+
+def calls_per_request(n: int = 200) -> list[tuple[str, float, float]]:
+    """(figure, calls with dss, calls without) for 4 KiB PUTs and GETs; the object server
+    also against a stock one that is sent (and stores) the same class sysmeta.
+
+    Points Swift at a temporary swift.conf, so run it in a process of its own:
+    ``python -m swift_dss.bench.overhead``.
+    """
+    import tempfile
+
+    from swift.common import storage_policy, utils
+    from swift.common.swob import Request, Response
+    from swift.obj import server as stock
+
+    from swift_dss import objserver
+    from swift_dss.formats import ClassMap, to_sysmeta
+    from swift_dss.middleware import DssMiddleware
+
+    shm = Path("/dev/shm")  # Swift's xattrs need a tmpfs
+    root = Path(tempfile.mkdtemp(prefix="dss-calls-", dir=shm if shm.is_dir() else None))
+    (root / "swift.conf").write_text(_SWIFT_CONF)
+    utils.SWIFT_CONF_FILE = str(root / "swift.conf")
+    utils.HASH_PATH_SUFFIX = b"bench"
+    storage_policy.reload_storage_policies()
+    sysmeta = to_sysmeta(ClassMap.build(25))
+    data = bytes(range(256)) * 16
+    stamps = iter(range(1_700_000_000, 1_800_000_000))
+    servers = {}
+    factories = {"dss": objserver.app_factory, "stock": stock.app_factory}
+    # A stock server sent the same sysmeta: what Swift itself spends on carrying the class.
+    factories["stock+sysmeta"] = stock.app_factory
+    for name, factory in factories.items():
+        (root / name / "d1").mkdir(parents=True)
+        conf = {"devices": str(root / name), "mount_check": "false", "log_requests": "false"}
+        servers[name] = factory({}, **conf, **({"dssio_backend": "none"} if name == "dss" else {}))
+
+    def object_request(app: object, method: str, classes: dict[str, str]) -> None:
+        headers = {"X-Backend-Storage-Policy-Index": "0", "X-Timestamp": f"{next(stamps)}.0"}
+        if method == "PUT":
+            headers.update({"Content-Type": "application/octet-stream", **classes})
+        req = Request.blank("/d1/0/a/c/o", method=method, headers=headers)
+        if method == "PUT":
+            req.body = data
+        resp = req.get_response(app)
+        assert resp.status_int in (200, 201), resp.status
+        b"".join(resp.app_iter)  # reads it all and closes the reader
+
+    def proxy_rest(env: dict, start_response: Callable) -> object:
+        # The rest of the pipeline: takes a PUT's body, answers a GET as an object server
+        # holding a classified object would.
+        if env["REQUEST_METHOD"] == "PUT":
+            env["wsgi.input"].read()
+            return Response(status=201)(env, start_response)
+        headers = {"Content-Type": "application/octet-stream", "Etag": "0" * 32, **sysmeta}
+        return Response(body=data, headers=headers)(env, start_response)
+
+    def proxy_request(app: Callable, method: str) -> None:
+        headers = {"X-DSS-Object-Class": "25"} if method == "PUT" else {}
+        req = Request.blank("/v1/AUTH_test/c/o", method=method, headers=headers)
+        req.environ["REMOTE_USER"] = "test:tester,test,AUTH_test"
+        if method == "PUT":
+            req.body = data
+        b"".join(app(req.environ, lambda *_args: None))
+
+    dss_proxy = DssMiddleware(proxy_rest, {})
+    told = servers["stock+sysmeta"]
+    out = []
+    try:
+        for method in ("PUT", "GET"):
+            out.append(
+                (
+                    f"{method} 4KiB object server",
+                    _calls(lambda m=method: object_request(servers["dss"], m, sysmeta), n),
+                    _calls(lambda m=method: object_request(servers["stock"], m, {}), n),
+                )
+            )
+            out.append(
+                (
+                    f"{method} 4KiB object server, stock given the sysmeta",
+                    out[-1][1],
+                    _calls(lambda m=method: object_request(told, m, sysmeta), n),
+                )
+            )
+            out.append(
+                (
+                    f"{method} 4KiB proxy middleware",
+                    _calls(lambda m=method: proxy_request(dss_proxy, m), n),
+                    _calls(lambda m=method: proxy_request(proxy_rest, m), n),
+                )
+            )
+    finally:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+if __name__ == "__main__":
+    print(f"{'Python calls per request':50} {'with dss':>9} {'without':>9} {'extra':>7}")
+    for figure, ours, theirs in calls_per_request():
+        print(f"{figure:50} {ours:9.1f} {theirs:9.1f} {ours - theirs:+7.1f}")

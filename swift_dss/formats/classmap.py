@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from swift_dss.formats.errors import ClassError, ClassLimitError
-from swift_dss.formats.limits import DEFAULT_LIMITS, MAX_SECTORS, SECTOR, Limits
+from swift_dss.formats.limits import CLASS_SPACE, DEFAULT_LIMITS, MAX_SECTORS, SECTOR, Limits
 
 
 class ClassRange(NamedTuple):
@@ -56,9 +56,14 @@ class ClassMap:
     default: int = 0
     ranges: tuple[ClassRange, ...] = ()
     _starts: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
+    #: The class of every byte when the map has only one (else None): readers and writers
+    #: then need no splitting at all, which is what nearly every object is.
+    uniform_class: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_starts", tuple(r.offset for r in self.ranges))
+        if all(r.cls == self.default for r in self.ranges):
+            object.__setattr__(self, "uniform_class", self.default)
 
     @classmethod
     def build(
@@ -70,6 +75,10 @@ class ClassMap:
     ) -> ClassMap:
         """Validate and canonicalise; ``size`` (bytes), when known, bounds the ranges."""
         check_class(default, limits)
+        if cls is ClassMap and isinstance(ranges, (tuple, list)) and not ranges:
+            # Every request of an object-classified client comes here: no need to build
+            # (and later compare) a new map each time.
+            return _SINGLE[default]
         items: list[ClassRange] = []
         for item in ranges:
             r = ClassRange(*item)
@@ -151,3 +160,7 @@ class ClassMap:
 
     def with_default(self, default: int) -> ClassMap:
         return ClassMap(default, self.ranges)
+
+
+# One shared map per class for the maps without ranges (ClassMap is immutable).
+_SINGLE = tuple(ClassMap(c) for c in range(CLASS_SPACE))

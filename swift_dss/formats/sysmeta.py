@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
+from typing import Protocol
 
 from swift_dss.formats.classmap import ClassMap, ClassRange
 from swift_dss.formats.errors import ClassError
@@ -78,11 +79,37 @@ def sysmeta_keys(headers: Mapping[str, str]) -> list[str]:
     return [k for k in headers if k.lower().startswith(prefix)]
 
 
-def from_sysmeta(headers: Mapping[str, str], limits: Limits = DEFAULT_LIMITS) -> ClassMap | None:
+class HeaderSource(Protocol):
+    def get(self, key: str, /) -> str | None: ...
+
+
+def environ_key(header: str) -> str:
+    """The WSGI environ key of a request header with an ASCII name, as swob makes it."""
+    return "HTTP_" + header.upper().replace("-", "_")
+
+
+#: The environ keys of every dss sysmeta header of a request start with this.
+ENVIRON_PREFIX = environ_key(PREFIX)
+
+
+class EnvironHeaders:
+    """A request's dss sysmeta read straight from its WSGI environ: the same answers as
+    swob's header proxy for these ASCII names, without its per-lookup conversions."""
+
+    __slots__ = ("environ",)
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+
+    def get(self, key: str, /) -> str | None:
+        return self.environ.get(environ_key(key))
+
+
+def from_sysmeta(headers: HeaderSource, limits: Limits = DEFAULT_LIMITS) -> ClassMap | None:
     """The stored class map, or None for an object never classified.
 
     ``headers`` must look keys up case-insensitively (swob's HeaderKeyDict, or Swift's
-    metadata dict, whose keys are title-cased).
+    metadata dict, whose keys are title-cased, or :class:`EnvironHeaders`).
     """
     default_text = headers.get(CLASS_KEY)
     if default_text is None:

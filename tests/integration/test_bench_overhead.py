@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,27 @@ def test_overhead_bench_writes_its_figures(tmp_path: Path) -> None:
     # Both clusters are gone afterwards: nothing of theirs is still mounted.
     mounts = Path("/proc/self/mounts").read_text().split("\n")
     assert not [m for m in mounts if str(tmp_path) in m]
+
+
+def test_calls_per_request_counts_both_sides() -> None:
+    # A process of its own: the count points Swift at a temporary swift.conf.
+    out = subprocess.run(
+        [sys.executable, "-m", "swift_dss.bench.overhead"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout.splitlines()
+    rows = [line.rsplit(None, 3) for line in out[1:]]
+    assert [r[0].strip() for r in rows] == [
+        f"{op} 4KiB {what}"
+        for op in ("PUT", "GET")
+        for what in (
+            "object server",
+            "object server, stock given the sysmeta",
+            "proxy middleware",
+        )
+    ]
+    for _name, ours, theirs, extra in rows:
+        assert float(ours) > 0 and float(theirs) > 0
+        assert float(extra) == pytest.approx(float(ours) - float(theirs), abs=0.11)

@@ -9,6 +9,13 @@ from hypothesis import strategies as st
 from swift_dss.formats import ClassMap, Limits
 from swift_dss.middleware import ClassPolicy, _roles, format_class_set, parse_class_set
 
+CONF = {
+    "allowed_classes": "11-31",
+    "reserved_classes": "1-10",
+    "account_allowed_classes_AUTH_small": "24-25",
+    "role_allowed_classes_gold": "0-255",
+}
+
 
 @given(st.frozensets(st.integers(0, 255)))
 def test_class_set_round_trip(classes: frozenset[int]) -> None:
@@ -26,15 +33,7 @@ def test_class_set_syntax() -> None:
 
 
 def test_policy_by_account_and_role() -> None:
-    policy = ClassPolicy(
-        {
-            "allowed_classes": "11-31",
-            "reserved_classes": "1-10",
-            "account_allowed_classes_AUTH_small": "24-25",
-            "role_allowed_classes_gold": "0-255",
-        },
-        Limits(),
-    )
+    policy = ClassPolicy(CONF, Limits())
     assert policy.allowed("AUTH_any", []) == {0, *range(11, 32)}
     assert policy.allowed("AUTH_small", []) == {0, 24, 25}
     # A role adds classes, but never the reserved ones.
@@ -48,3 +47,22 @@ def test_roles_come_from_tempauth_groups_and_keystone_roles() -> None:
     env = {"REMOTE_USER": "test:tester,test,AUTH_test,.admin", "HTTP_X_ROLES": "member,gold"}
     assert _roles(env) == {"test:tester", "test", "AUTH_test", ".admin", "member", "gold"}
     assert _roles({}) == set()
+
+
+@given(
+    st.frozensets(st.integers(0, 255), max_size=4),
+    st.sampled_from(["AUTH_any", "AUTH_small"]),
+    st.lists(st.sampled_from(["gold", "other"]), max_size=2),
+)
+def test_the_no_roles_shortcut_never_lets_a_refused_class_through(
+    classes: frozenset[int], account: str, roles: list[str]
+) -> None:
+    policy = ClassPolicy(CONF, Limits())
+    wanted = set(classes) or {0}
+    cmap = ClassMap.build(min(wanted), [(i * 8, 8, c) for i, c in enumerate(sorted(wanted))])
+    if policy.permits_without_roles(cmap.classes(), account):
+        assert policy.refused(cmap, account, roles) == set()
+    # Without roles the shortcut is exact.
+    assert policy.permits_without_roles(cmap.classes(), account) == (
+        not policy.refused(cmap, account, [])
+    )

@@ -68,6 +68,8 @@ def test_header_round_trip(cmap: ClassMap) -> None:
     assert back == cmap
 
 
+# No deadline: 300 ranges take a while to draw on a loaded machine.
+@settings(deadline=None)
 @given(classmaps(max_ranges=300))
 def test_sysmeta_round_trip(cmap: ClassMap) -> None:
     meta = to_sysmeta(cmap)
@@ -225,3 +227,34 @@ def test_parser_never_fails_unexpectedly(data: bytes) -> None:
 def test_header_parser_never_fails_unexpectedly(text: str) -> None:
     with contextlib.suppress(ClassError):
         classmap_from_headers(text, text)
+
+
+@given(classmaps(max_ranges=4))
+def test_uniform_class_is_the_class_of_every_byte(cmap: ClassMap) -> None:
+    size = (cmap.ranges[-1].end if cmap.ranges else 4) * SECTOR
+    seen = set(byte_classes(cmap, size))
+    if cmap.uniform_class is None:
+        assert len(seen) > 1
+    else:
+        assert seen == {cmap.uniform_class}
+        assert list(cmap.segments(0, size)) == [(0, size, cmap.uniform_class)]
+
+
+def test_maps_without_ranges_are_shared_and_still_validated() -> None:
+    assert ClassMap.build(25) is ClassMap.build(25, [])
+    assert ClassMap.build(25) == ClassMap(25)
+    assert ClassMap.build(25, [(0, 4, 25)]).uniform_class == 25
+    assert ClassMap.build(25, [(0, 4, 26)]).uniform_class is None
+    with pytest.raises(ClassError):
+        ClassMap.build(40, [], Limits(max_class=31))
+
+
+@given(classmaps())
+def test_sysmeta_read_from_a_request_environ(cmap: ClassMap) -> None:
+    from swift.common.swob import Request
+
+    from swift_dss.formats.sysmeta import EnvironHeaders
+
+    req = Request.blank("/v1/a/c/o", headers=to_sysmeta(cmap))
+    assert from_sysmeta(EnvironHeaders(req.environ)) == cmap
+    assert from_sysmeta(EnvironHeaders(Request.blank("/v1/a/c/o").environ)) is None

@@ -17,7 +17,7 @@ from swift.common.swob import Request
 from swift.common.utils import Timestamp
 
 from swift_dss.formats import SECTOR, ClassMap, to_sysmeta
-from swift_dss.objserver import ObjectController, app_factory
+from swift_dss.objserver import ObjectController, app_factory, stored_classes
 
 DEVICE = "sda1"
 REPLICA = "sdb1"
@@ -350,6 +350,28 @@ def test_corrupt_sysmeta_is_unclassified(server: Server) -> None:
     got = server.request("GET", "o10")
     assert got.status_int == 200 and got.body_bytes == data
     assert {e["class"] for e in server.records("o10", "read")} == {0}
+
+
+def test_ranges_of_the_default_class_write_and_read_as_one_class(server: Server) -> None:
+    data = body(6 * SECTOR)
+    cmap = ClassMap.build(21, [(1, 2, 21)])
+    assert cmap.uniform_class == 21
+    chunks = [data[:700], data[700:]]
+    assert server.request("PUT", "o13", chunks, **classes_of(cmap)).status_int == 201
+    writes = server.records("o13", "write")
+    assert {e["class"] for e in writes} == {21}
+    assert_covered(writes, cmap, 0, len(data))
+    assert server.request("GET", "o13").body_bytes == data
+    assert_covered(server.records("o13", "read"), cmap, 0, len(data))
+
+
+def test_stored_classes_reads_metadata_in_any_case() -> None:
+    cmap = ClassMap.build(5, [(0, 1, 7)])
+    meta = {"Content-Length": "512", **to_sysmeta(cmap)}
+    lower = {k.lower(): v for k, v in meta.items()}
+    assert stored_classes(meta, None, "o") == cmap
+    assert stored_classes(lower, None, "o") == cmap
+    assert stored_classes({"Content-Length": "512"}, None, "o") is None
 
 
 def test_other_policy_and_empty_object(server: Server) -> None:
