@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import functools
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,30 @@ import click
 from swift_dss.experiment.scale import DEFAULT, Scale
 
 
+@dataclass(frozen=True)
+class ScaleArgs:
+    """The scale options as given; None where the experiment's default stands."""
+
+    factor: float
+    size_scale: float | None
+    count_scale: float | None
+    concurrency: int | None
+    devices: int | None
+    replicas: int | None
+    workers: int | None
+    containers: int | None
+
+
 def scale_options(f: Any) -> Any:
+    """The scale options, handed to the command as one ``scale_args``."""
+
+    # functools.wraps shares f's __click_params__, so options declared below this
+    # decorator stay attached to the wrapper click sees.
+    @functools.wraps(f)
+    def with_scale_args(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in ScaleArgs.__dataclass_fields__}
+        return f(*args, scale_args=ScaleArgs(**given), **kwargs)
+
     for opt in reversed(
         [
             click.option(
@@ -31,8 +55,8 @@ def scale_options(f: Any) -> Any:
             click.option("--containers", type=click.IntRange(1, 10_000), default=None),
         ]
     ):
-        f = opt(f)
-    return f
+        with_scale_args = opt(with_scale_args)
+    return with_scale_args
 
 
 def make_scale(base: Scale, factor: float, **overrides: Any) -> Scale:
@@ -61,14 +85,7 @@ def experiment() -> None:
 )
 def caching(
     out: Path,
-    factor: float,
-    size_scale: float | None,
-    count_scale: float | None,
-    concurrency: int | None,
-    devices: int | None,
-    replicas: int | None,
-    workers: int | None,
-    containers: int | None,
+    scale_args: ScaleArgs,
     cache_pcts: str,
     only: str | None,
     force: bool,
@@ -82,16 +99,17 @@ def caching(
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.tables import print_caching
 
+    a = scale_args
     scale = make_scale(
         DEFAULT,
-        factor,
-        size_scale=size_scale,
-        count_scale=count_scale,
-        concurrency=concurrency,
-        devices=devices,
-        replicas=replicas,
-        workers=workers,
-        containers=containers,
+        a.factor,
+        size_scale=a.size_scale,
+        count_scale=a.count_scale,
+        concurrency=a.concurrency,
+        devices=a.devices,
+        replicas=a.replicas,
+        workers=a.workers,
+        containers=a.containers,
     )
     try:
         pcts = tuple(float(p) for p in cache_pcts.split(","))
@@ -130,14 +148,7 @@ def caching(
 @click.option("--report-only", is_flag=True, help="rebuild summary and report, run nothing")
 def traffic(
     out: Path,
-    factor: float,
-    size_scale: float | None,
-    count_scale: float | None,
-    concurrency: int | None,
-    devices: int | None,
-    replicas: int | None,
-    workers: int | None,
-    containers: int | None,
+    scale_args: ScaleArgs,
     duration: float | None,
     clients: int | None,
     force: bool,
@@ -150,15 +161,18 @@ def traffic(
     from swift_dss.experiment.traffic import TrafficOptions
     from swift_dss.experiment.traffic import traffic as run_traffic
 
-    del count_scale, concurrency  # the streams are bounded by time and clients instead
-    scale = make_scale(DEFAULT, 1.0, size_scale=size_scale, devices=devices, replicas=replicas)
-    scale = replace(scale, workers=workers or scale.workers)
+    # count_scale and concurrency do not apply: the streams are bounded by time and clients.
+    a = scale_args
+    scale = make_scale(
+        DEFAULT, 1.0, size_scale=a.size_scale, devices=a.devices, replicas=a.replicas
+    )
+    scale = replace(scale, workers=a.workers or scale.workers)
     opts = TrafficOptions()
     opts = replace(
         opts,
-        duration=(duration or opts.duration) * factor,
+        duration=(duration or opts.duration) * a.factor,
         clients=clients or opts.clients,
-        containers=containers or opts.containers,
+        containers=a.containers or opts.containers,
     )
     console = Console(stderr=True)
     try:
