@@ -28,6 +28,11 @@ BENCHES = {
         "dss overhead: with dss / without (higher is better)",
         25,
     ),
+    "overhead-control": Bench(
+        "swift_dss.bench.overhead:run_control",
+        "overhead bench control: stock / identical stock (1.0 on an idle machine)",
+        25,
+    ),
     "engine": Bench(
         "swift_dss.bench.engine:run", "tier engine decisions per second: ours / plain LRU", 3
     ),

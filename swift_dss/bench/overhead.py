@@ -13,7 +13,7 @@ import http.client
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -173,6 +173,22 @@ def run(out: Path, rounds: int = 25, progress: Callable[[str], None] = print) ->
         goal=0.97,
         progress=progress,
     )
+
+
+def run_control(
+    out: Path, rounds: int = 25, progress: Callable[[str], None] = print
+) -> list[Figure]:
+    """Two identical stock clusters measured as `run` measures dss against stock: every
+    ratio would be 1 on an idle machine, so how far they stray is how far a single run of
+    `run` can be trusted on this one. Its figures carry no goal."""
+    figures = compare(
+        SaioConfig(dir=out / "stock-a", port=0, dss=False, tier_mode=None),
+        SaioConfig(dir=out / "stock-b", port=0, dss=False, tier_mode=None),
+        rounds,
+        goal=0.97,
+        progress=progress,
+    )
+    return [replace(f, goal=None) for f in figures]
 
 
 # -- Python function calls per request, in-process ------------------------------------------

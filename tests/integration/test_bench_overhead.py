@@ -58,3 +58,20 @@ def test_calls_per_request_counts_both_sides() -> None:
     for _name, ours, theirs, extra in rows:
         assert float(ours) > 0 and float(theirs) > 0
         assert float(extra) == pytest.approx(float(ours) - float(theirs), abs=0.11)
+
+
+def test_control_measures_two_stock_clusters_without_a_goal(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["bench", "overhead-control", "--rounds", "1", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "every goal met" in result.output
+    figures = json.loads((tmp_path / "bench.json").read_text())
+    assert len(figures) == 8
+    assert all(f["goal"] is None and f["ours"] > 0 and f["baseline"] > 0 for f in figures)
+    # Neither cluster ran dss in its pipeline.
+    for side in ("stock-a", "stock-b"):
+        conf = (tmp_path / side / "proxy-server.conf").read_text()
+        pipeline = next(ln for ln in conf.splitlines() if ln.startswith("pipeline ="))
+        assert "proxy-server" in pipeline.split()
+        assert "dss" not in pipeline.split()
