@@ -15,7 +15,7 @@
 
 use crate::anchors::Anchors;
 use crate::journal::{self, Journal, Record};
-use crate::runs::Run;
+use crate::runs::{FillRun, Run};
 use crate::stats::{Content, DevStats, Stats, class_map};
 use dss_engine::device::{Device, Model, Op};
 use dss_engine::policy::Classify;
@@ -510,6 +510,7 @@ impl Core {
         let inner = &mut *g;
         let r = (|| -> io::Result<()> {
             let (mut hits, mut misses) = (Run::default(), Run::default());
+            let mut fills = FillRun::default();
             let mut pos = offset;
             while pos < end {
                 let index = pos / bs;
@@ -533,16 +534,20 @@ impl Core {
                     }
                     ReadOutcome::MissFill { slot, version } => {
                         // The fill may take the slot of a block that a pending hit reads:
-                        // those reads go first.
+                        // those reads go first. Hits noted later cannot be on a slot a
+                        // fill took, so the fills' slab write may wait for the run's end.
                         done = done.max(self.ssd_read_run(inner, hits.take(), out)?);
-                        let dst = &mut out[at..][..n];
-                        done = done.max(self.fill(inner, file, key, slot, version, within, dst)?);
+                        if !fills.extend(index, slot, version, (within, at, n)) {
+                            done = done.max(self.fill(inner, file, id, fills.take(), out)?);
+                            fills.extend(index, slot, version, (within, at, n));
+                        }
                     }
                 }
                 pos += n as u64;
             }
             done = done.max(self.ssd_read_run(inner, hits, out)?);
             done = done.max(self.hdd_read_run(inner, file, id, misses, out)?);
+            done = done.max(self.fill(inner, file, id, fills, out)?);
             Ok(())
         })();
         let c = self.commit(inner, None);
@@ -579,41 +584,44 @@ impl Core {
         Ok(t)
     }
 
-    /// A read miss the engine wants cached: read the whole block from the HDD, serve
-    /// `dst` (the part of it at `within`) and copy the block into `slot`.
-    #[allow(clippy::too_many_arguments)]
+    /// Read misses the engine wants cached: read their whole blocks from the HDD with
+    /// one call, serve the requested bytes into `out` and copy the blocks into their
+    /// slots with one call. A failed fill leaves its blocks uncached.
     fn fill(
         &self,
         inner: &mut Inner,
         file: &File,
-        key: BlockKey,
-        slot: u32,
-        version: u32,
-        within: u64,
-        dst: &mut [u8],
+        id: u64,
+        run: FillRun,
+        out: &mut [u8],
     ) -> io::Result<u64> {
-        let mut block = vec![0u8; self.bs as usize];
-        let r = self.hdd_io(
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let bs = self.bs as usize;
+        let mut blocks = vec![0u8; bs * run.versions.len()];
+        let read = self.hdd_io(
             inner,
             Op::Read,
             file,
-            key.file,
-            key.index * self.bs,
-            IoBuf::Read(&mut block),
+            id,
+            run.index * self.bs,
+            IoBuf::Read(&mut blocks),
         );
-        match r {
-            Ok((got, t)) => {
-                block[got..].fill(0);
-                dst.copy_from_slice(&block[within as usize..][..dst.len()]);
-                let w = self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block));
-                inner.cache.fill_done(slot, version, w.is_ok());
-                Ok(t)
+        let ok = match &read {
+            Ok((got, _)) => {
+                blocks[*got..].fill(0);
+                out[run.buf..][..run.len]
+                    .copy_from_slice(&blocks[run.within as usize..][..run.len]);
+                self.ssd_io(inner, Op::Write, run.slot, 0, IoBuf::Write(&blocks))
+                    .is_ok()
             }
-            Err(e) => {
-                inner.cache.fill_done(slot, version, false);
-                Err(e)
-            }
+            Err(_) => false,
+        };
+        for (i, &version) in run.versions.iter().enumerate() {
+            inner.cache.fill_done(run.slot + i as u32, version, ok);
         }
+        read.map(|(_, t)| t)
     }
 
     /// Write `data` at `offset`. Blocks bound for adjacent slots, and blocks bypassing to
@@ -1290,9 +1298,14 @@ mod tests {
         );
     }
 
-    fn ssd_ops(core: &Core) -> (u64, u64) {
-        let s = &core.stats().devices["ssd"];
+    /// (read, write) operations of device `dev` ("ssd" or "hdd").
+    fn dev_ops(core: &Core, dev: &str) -> (u64, u64) {
+        let s = &core.stats().devices[dev];
         (s.read_ops, s.write_ops)
+    }
+
+    fn ssd_ops(core: &Core) -> (u64, u64) {
+        dev_ops(core, "ssd")
     }
 
     #[test]
@@ -1330,6 +1343,33 @@ mod tests {
         core.write(&c, 24, 0, &again).unwrap();
         assert_eq!(ssd_ops(&core).1, w0 + 1);
         assert_eq!(core.read(&c, 24, 0, again.len()).unwrap(), again);
+    }
+
+    #[test]
+    fn read_fills_of_adjacent_blocks_move_in_one_call_each_way() {
+        use std::os::unix::fs::FileExt;
+        let d = Dirs::new("fills");
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let (f, _) = d.file("f");
+        // On the HDD only, 16 blocks and a tail: every block read misses and is filled.
+        let data = pattern(16 * 4096 + 100, 9);
+        f.write_all_at(&data, 0).unwrap();
+        let (h0, s0) = (dev_ops(&core, "hdd"), ssd_ops(&core));
+        // Unaligned at both ends: from inside block 0 to the file's end.
+        assert_eq!(core.read(&f, 24, 10, 1 << 20).unwrap(), data[10..]);
+        assert_eq!(
+            dev_ops(&core, "hdd").0 - h0.0,
+            1,
+            "one HDD read for 17 blocks"
+        );
+        assert_eq!(ssd_ops(&core).1 - s0.1, 1, "one slab write for 17 blocks");
+        assert_eq!(core.stats().classes["24"].misses, 17);
+        // All of it is cached now: read back from the slab alone.
+        let (h1, s1) = (dev_ops(&core, "hdd"), ssd_ops(&core));
+        assert_eq!(core.read(&f, 24, 0, data.len()).unwrap(), data);
+        assert_eq!(core.read(&f, 24, 4095, 2).unwrap(), data[4095..4097]);
+        assert_eq!(dev_ops(&core, "hdd"), h1);
+        assert_eq!(ssd_ops(&core).0 - s1.0, 2);
     }
 
     #[test]

@@ -42,9 +42,89 @@ impl Run {
     }
 }
 
+/// Read misses the engine wants cached, on consecutive blocks of one file bound for
+/// consecutive slots: one HDD read and one slab write carry them all. The request wants
+/// `len` bytes of them at `buf`, starting `within` the first block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FillRun {
+    pub index: u64,
+    pub slot: u32,
+    pub within: u64,
+    pub buf: usize,
+    pub len: usize,
+    /// The engine's version of each block's fill, in block order.
+    pub versions: Vec<u32>,
+}
+
+impl FillRun {
+    pub fn is_empty(&self) -> bool {
+        self.versions.is_empty()
+    }
+
+    /// Add block `index`, bound for `slot`, of which the request wants `len` bytes at
+    /// `buf` starting `within` it, if it continues the run (an empty run takes any).
+    pub fn extend(
+        &mut self,
+        index: u64,
+        slot: u32,
+        version: u32,
+        (within, buf, len): (u64, usize, usize),
+    ) -> bool {
+        let k = self.versions.len();
+        if k == 0 {
+            *self = FillRun {
+                index,
+                slot,
+                within,
+                buf,
+                len,
+                versions: vec![version],
+            };
+            return true;
+        }
+        let next = self.index + k as u64 == index
+            && u64::from(self.slot) + k as u64 == u64::from(slot)
+            && self.buf + self.len == buf
+            && within == 0;
+        if next {
+            self.versions.push(version);
+            self.len += len;
+        }
+        next
+    }
+
+    /// Take the run out, leaving an empty one.
+    pub fn take(&mut self) -> FillRun {
+        std::mem::take(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fills_merge_only_on_the_next_block_and_the_next_slot() {
+        let mut r = FillRun::default();
+        assert!(r.is_empty());
+        // A read starting 100 bytes into block 7, bound for slot 3.
+        assert!(r.extend(7, 3, 1, (100, 0, 3996)));
+        assert!(r.extend(8, 4, 9, (0, 3996, 4096)));
+        assert_eq!(
+            (r.index, r.slot, r.within, r.buf, r.len),
+            (7, 3, 100, 0, 8092)
+        );
+        assert_eq!(r.versions, [1, 9]);
+        assert!(!r.extend(9, 6, 2, (0, 8092, 4096)), "a slot skipped");
+        assert!(!r.extend(10, 5, 2, (0, 8092, 4096)), "a block skipped");
+        assert!(
+            !r.extend(9, 5, 2, (0, 9000, 4096)),
+            "not next in the buffer"
+        );
+        assert!(r.extend(9, 5, 2, (0, 8092, 1)));
+        assert_eq!(r.take().versions, [1, 9, 2]);
+        assert!(r.is_empty());
+    }
 
     #[test]
     fn adjacent_pieces_merge_and_gaps_do_not() {
