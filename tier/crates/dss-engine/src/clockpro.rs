@@ -31,10 +31,12 @@
 //!   clean state rather than its last fault.
 //! - Reads and writes are both references (a write hit sets the bit as a read hit does):
 //!   the cache serves both, and a block written again is as much reused as one read again.
-//! - `m_c` stays at least `floor` (the engine passes the high watermark, in entries): the
-//!   watermarks count empty and resident cold entries only, so that the syncer makes room
-//!   from dirty blocks before an allocation has to demote a hot one; were hot blocks
-//!   allowed past `m - high`, the cache could stay under pressure for good.
+//! - The engine's watermarks count empty entries and unreferenced resident cold blocks
+//!   (`evictable`), so that the syncer makes room from dirty blocks before an allocation
+//!   has to demote a hot block. For that, `m_c` stays at least `floor` (the engine passes
+//!   the high watermark, in entries): were hot blocks allowed past `m - high`, the counted
+//!   entries could never reach the high watermark and the cache would stay under pressure
+//!   (selective allocation on) for good. The paper lets `m_c` fall to a page or so.
 //! - When every clean block is hot (dirty blocks took the room of the cold ones) an
 //!   allocation runs `HAND_hot` until one turns cold, so it never fails while a clean
 //!   entry exists.
@@ -42,9 +44,8 @@
 //!   the cache keeps them on its free list, outside the clock.
 //! - A discarded block leaves no non-resident entry: it was dropped, not evicted.
 
-use crate::cache::{BlockHasher, BlockKey};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use crate::blockmap::BlockMap;
+use crate::cache::BlockKey;
 
 const NIL: u32 = u32::MAX;
 
@@ -81,7 +82,9 @@ pub struct ClockPro {
     nodes: Vec<Node>,
     /// Key of each non-resident node (index `node - m`).
     keys: Vec<BlockKey>,
-    nonresident: HashMap<BlockKey, u32, BuildHasherDefault<BlockHasher>>,
+    /// Non-resident keys to their index in `keys`: the cache's own block map, which is
+    /// cheaper per lookup than a general-purpose map.
+    nonresident: BlockMap,
     spare: Vec<u32>,
     hand_hot: u32,
     hand_cold: u32,
@@ -109,7 +112,7 @@ impl ClockPro {
                 2 * m as usize
             ],
             keys: vec![BlockKey::default(); m as usize],
-            nonresident: HashMap::default(),
+            nonresident: BlockMap::with_capacity(m),
             spare: (m..2 * m).rev().collect(),
             hand_hot: NIL,
             hand_cold: NIL,
@@ -221,7 +224,8 @@ impl ClockPro {
     fn drop_nonresident(&mut self, t: u32) {
         self.unlink(t);
         self.nodes[t as usize].flags = 0;
-        self.nonresident.remove(&self.keys[(t - self.m) as usize]);
+        self.nonresident
+            .remove(self.keys[(t - self.m) as usize], t - self.m);
         self.spare.push(t);
     }
 
@@ -232,8 +236,9 @@ impl ClockPro {
     pub fn admit(&mut self, slot: u32, key: BlockKey) {
         debug_assert!(self.nodes[slot as usize].flags & LINKED == 0);
         self.nodes[slot as usize].flags = 0;
-        if let Some(t) = self.nonresident.get(&key).copied() {
-            self.drop_nonresident(t);
+        let keys = &self.keys;
+        if let Some(i) = self.nonresident.get(key, |i| keys[i as usize]) {
+            self.drop_nonresident(self.m + i);
             self.grow_target();
             self.nodes[slot as usize].flags = HOT;
             self.balance();
@@ -329,8 +334,9 @@ impl ClockPro {
             }
             if self.nodes[n as usize].flags & TEST != 0 {
                 let t = self.spare.pop().expect("a spare node was just made");
-                self.keys[(t - self.m) as usize] = key_of(n);
-                self.nonresident.insert(key_of(n), t);
+                let key = key_of(n);
+                self.keys[(t - self.m) as usize] = key;
+                self.nonresident.insert(key, t - self.m);
                 self.replace(n, t);
             } else {
                 self.unlink(n);
@@ -433,7 +439,9 @@ impl ClockPro {
                 resident(n)?;
             } else {
                 let key = self.keys[(n - self.m) as usize];
-                if node.flags != LINKED | TEST || self.nonresident.get(&key) != Some(&n) {
+                let keys = &self.keys;
+                let found = self.nonresident.get(key, |i| keys[i as usize]);
+                if node.flags != LINKED | TEST || found != Some(n - self.m) {
                     return Err(format!("clock-pro: non-resident node {n} out of the map"));
                 }
                 if mapped(key) {
