@@ -19,10 +19,10 @@
 //! free list proper is empty; the protected list is capped and hands its oldest entry
 //! back. Blocks seen once, such as a scan's, are then reused before a re-referenced set,
 //! and the watermarks count the unprotected free entries only, so the syncer makes room
-//! from dirty blocks rather than from protected ones. `read_allocate = "below-cutoff"`
+//! from dirty blocks rather than from protected ones.
 //! `base_list = "clock-pro"` reuses clean entries in CLOCK-Pro's order instead (module
 //! `clockpro`, which says where it departs from the paper): clean blocks sit on its clock,
-//! hot or cold, and the watermarks count the empty and resident cold entries, for the same
+//! hot or cold, and the watermarks count the empty entries and the cold blocks, for the same
 //! reason as under `slru`. `read_allocate = "below-cutoff"`
 //! fills read misses only of classes before the cut-off priority; `"second-miss"` fills a
 //! block only when it missed before within the last cache-size read misses.
@@ -390,11 +390,10 @@ impl Cache {
 
     /// Free entries the watermarks count: all of them under `lru`; under `slru` the
     /// protected segment is not counted, and under `clock-pro` only the empty entries and
-    /// the unreferenced cold blocks are (hot blocks and referenced cold ones, which the
-    /// hand would spare, are not), so that the syncer makes room from dirty blocks before
-    /// an allocation has to reuse a protected block or demote a hot one.
+    /// the cold blocks are (not the hot ones), so that the syncer makes room from dirty
+    /// blocks before an allocation has to reuse a protected block or demote a hot one.
     pub fn unprotected_free(&self) -> u32 {
-        self.lists[FREE_LIST as usize].len + self.clock.as_ref().map_or(0, ClockPro::evictable)
+        self.lists[FREE_LIST as usize].len + self.clock.as_ref().map_or(0, ClockPro::cold_resident)
     }
 
     pub fn dirty_entries(&self) -> u32 {

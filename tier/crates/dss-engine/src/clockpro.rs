@@ -31,12 +31,16 @@
 //!   clean state rather than its last fault.
 //! - Reads and writes are both references (a write hit sets the bit as a read hit does):
 //!   the cache serves both, and a block written again is as much reused as one read again.
-//! - The engine's watermarks count empty entries and unreferenced resident cold blocks
-//!   (`evictable`), so that the syncer makes room from dirty blocks before an allocation
-//!   has to demote a hot block. For that, `m_c` stays at least `floor` (the engine passes
-//!   the high watermark, in entries): were hot blocks allowed past `m - high`, the counted
-//!   entries could never reach the high watermark and the cache would stay under pressure
-//!   (selective allocation on) for good. The paper lets `m_c` fall to a page or so.
+//! - The engine's watermarks count empty entries and resident cold blocks
+//!   (`cold_resident`), so that the syncer makes room from dirty blocks before an
+//!   allocation has to demote a hot block. For that, `m_c` stays at least `floor` (the
+//!   engine passes the high watermark, in entries): hot blocks are then at most
+//!   `m - high`, so writing dirty blocks back can always bring the count to the high
+//!   watermark; were hot blocks allowed past that, the cache could stay under pressure
+//!   (selective allocation on) with nothing left for the syncer to do. The paper lets
+//!   `m_c` fall to a page or so. Referenced cold blocks count too, though the hand will
+//!   spare them: not counting them would let a run of hits put the cache under pressure
+//!   that no write-back can end, and the syncer would write back every dirty block.
 //! - When every clean block is hot (dirty blocks took the room of the cold ones) an
 //!   allocation runs `HAND_hot` until one turns cold, so it never fails while a clean
 //!   entry exists.
@@ -91,8 +95,6 @@ pub struct ClockPro {
     hand_test: u32,
     hot: u32,
     cold: u32,
-    /// Resident cold blocks with their reference bit set: `HAND_cold` spares them.
-    cold_referenced: u32,
     cold_target: u32,
 }
 
@@ -119,7 +121,6 @@ impl ClockPro {
             hand_test: NIL,
             hot: 0,
             cold: 0,
-            cold_referenced: 0,
             cold_target: floor,
         }
     }
@@ -133,11 +134,11 @@ impl ClockPro {
         }
     }
 
-    /// Resident cold blocks not referenced since the hand last passed: what the next
-    /// allocations reuse without a hot block being demoted. The watermarks count these.
+    /// Resident cold blocks: what allocations reuse before a hot block is demoted. The
+    /// watermarks count these (with the empty entries).
     #[inline]
-    pub fn evictable(&self) -> u32 {
-        self.cold - self.cold_referenced
+    pub fn cold_resident(&self) -> u32 {
+        self.cold
     }
 
     /// Resident blocks on the clock (every clean block of the cache).
@@ -248,11 +249,7 @@ impl ClockPro {
     /// `slot`'s block is referenced (a read or write hit), on the clock or not.
     #[inline]
     pub fn reference(&mut self, slot: u32) {
-        let f = &mut self.nodes[slot as usize].flags;
-        if *f & (LINKED | HOT | REF) == LINKED {
-            self.cold_referenced += 1;
-        }
-        *f |= REF;
+        self.nodes[slot as usize].flags |= REF;
     }
 
     /// `slot`'s block became clean: it enters the clock at the head, a cold one with a
@@ -265,7 +262,6 @@ impl ClockPro {
         } else {
             *flags |= TEST;
             self.cold += 1;
-            self.cold_referenced += u32::from(*flags & REF != 0);
         }
         self.link_at_head(slot);
         self.balance();
@@ -282,7 +278,6 @@ impl ClockPro {
             self.hot -= 1;
         } else {
             self.cold -= 1;
-            self.cold_referenced -= u32::from(flags & REF != 0);
         }
         self.unlink(slot);
         self.nodes[slot as usize].flags &= !TEST;
@@ -313,7 +308,6 @@ impl ClockPro {
                 self.unlink(n);
                 let f = &mut self.nodes[n as usize].flags;
                 *f &= !REF;
-                self.cold_referenced -= 1;
                 if *f & TEST != 0 {
                     *f = (*f & !TEST) | HOT;
                     self.cold -= 1;
@@ -409,7 +403,6 @@ impl ClockPro {
         mapped: impl Fn(BlockKey) -> bool,
     ) -> Result<(), String> {
         let (mut hot, mut cold, mut nonres, mut total) = (0u32, 0u32, 0u32, 0u32);
-        let mut cold_referenced = 0u32;
         let start = self.hand_hot;
         let on_ring = |h: u32| h == NIL || self.nodes[h as usize].flags & LINKED != 0;
         let empty = [start, self.hand_cold, self.hand_test].map(|h| h == NIL);
@@ -434,7 +427,6 @@ impl ClockPro {
                     hot += 1;
                 } else {
                     cold += 1;
-                    cold_referenced += u32::from(node.flags & REF != 0);
                 }
                 resident(n)?;
             } else {
@@ -454,11 +446,7 @@ impl ClockPro {
                 break;
             }
         }
-        if hot != self.hot
-            || cold != self.cold
-            || cold_referenced != self.cold_referenced
-            || nonres as usize != self.nonresident.len()
-        {
+        if hot != self.hot || cold != self.cold || nonres as usize != self.nonresident.len() {
             return Err("clock-pro: counts disagree with the ring".into());
         }
         if nonres > self.m || nonres as usize + self.spare.len() != self.m as usize {

@@ -327,7 +327,7 @@ proptest! {
 
     /// Selective allocation against a model that knows only the watermarks: pressure starts
     /// when the free entries (under `slru`, the unprotected ones; under `clock-pro`, the
-    /// empty ones and the unreferenced cold blocks) fall below the low
+    /// empty ones and the cold blocks) fall below the low
     /// watermark and ends when they reach the high one, whether or not a syncer ever runs. Under pressure, and only then, a miss of a
     /// class at or past the cut-off goes to the HDD (in `dss`; never in `lru`); other
     /// classes are allocated while any entry is free. Bypassed bytes add up per class and
