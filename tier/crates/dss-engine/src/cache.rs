@@ -392,7 +392,7 @@ impl Cache {
     /// protected segment is not counted, and under `clock-pro` only the empty entries and
     /// the cold blocks are (not the hot ones), so that the syncer makes room from dirty
     /// blocks before an allocation has to reuse a protected block or demote a hot one.
-    pub fn unprotected_free(&self) -> u32 {
+    fn unprotected_free(&self) -> u32 {
         self.lists[FREE_LIST as usize].len + self.clock.as_ref().map_or(0, ClockPro::cold_resident)
     }
 
