@@ -37,13 +37,19 @@
 //!   engine passes the high watermark, in entries): hot blocks are then at most
 //!   `m - high`, so writing dirty blocks back can always bring the count to the high
 //!   watermark; were hot blocks allowed past that, the cache could stay under pressure
-//!   (selective allocation on) with nothing left for the syncer to do. The paper lets
-//!   `m_c` fall to a page or so. Referenced cold blocks count too, though the hand will
+//!   (selective allocation on) with nothing left for the syncer to do. The paper gives
+//!   `m_c` no floor. Referenced cold blocks count too, though the hand will
 //!   spare them: not counting them would let a run of hits put the cache under pressure
 //!   that no write-back can end, and the syncer would write back every dirty block.
 //! - When every clean block is hot (dirty blocks took the room of the cold ones) an
 //!   allocation runs `HAND_hot` until one turns cold, so it never fails while a clean
 //!   entry exists.
+//! - The hot limit `m - m_c` counts the hot blocks on the clock only: a hot block that is
+//!   dirty is outside it, as the paper's memory would not hold it either until written.
+//! - Non-resident entries are at most `m` by construction (a pool of `m` nodes, `HAND_test`
+//!   run when it is empty) rather than by the paper's count of cold pages against
+//!   `m_c + m`; `HAND_cold` moves one entry past its victim rather than on to the next
+//!   resident cold block, which is where its next search starts either way.
 //! - Empty entries (never used, or freed by a discard) are reused before any clean one;
 //!   the cache keeps them on its free list, outside the clock.
 //! - A discarded block leaves no non-resident entry: it was dropped, not evicted.
