@@ -44,8 +44,9 @@
 //! - When every clean block is hot (dirty blocks took the room of the cold ones) an
 //!   allocation runs `HAND_hot` until one turns cold, so it never fails while a clean
 //!   entry exists.
-//! - The hot limit `m - m_c` counts the hot blocks on the clock only: a hot block that is
-//!   dirty is outside it, as the paper's memory would not hold it either until written.
+//! - The hot limit `m - m_c` counts the hot blocks on the clock only: a dirty hot block
+//!   is counted once it is written back and re-enters, when the limit is enforced again.
+//!   Dirty blocks are the syncer's to order, so the clock cannot demote them.
 //! - Non-resident entries are at most `m` by construction (a pool of `m` nodes, `HAND_test`
 //!   run when it is empty) rather than by the paper's count of cold pages against
 //!   `m_c + m`; `HAND_cold` moves one entry past its victim rather than on to the next
