@@ -1,7 +1,7 @@
 """The policies beyond the paper (policies/dss-slru.toml, dss-readcut.toml,
-dss-slru-readcut.toml, slru.toml, dss-secondmiss.toml) on a real mount: `dss-tier mount
---policy` takes each, data goes through intact, and the read-allocation rule is visible in
-the stats."""
+dss-slru-readcut.toml, slru.toml, dss-secondmiss.toml, dss-clockpro.toml) on a real mount:
+`dss-tier mount --policy` takes each, data goes through intact, and the read-allocation rule
+is visible in the stats."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ def read_back(t: Tier) -> bytes:
         ("dss-slru-readcut", "dss", False),
         ("slru", "lru", True),
         ("dss-secondmiss", "dss", False),
+        ("dss-clockpro", "dss", True),
     ],
 )
 def test_policy_mounts_and_applies_its_read_rule(

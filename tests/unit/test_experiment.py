@@ -342,6 +342,7 @@ def test_variants_default_all_none_and_named() -> None:
     assert caching.select_variants("all") == shipped
     assert caching.select_variants("none") == ()
     assert caching.select_variants("dss-slru, dss-readcut") == ("dss-slru", "dss-readcut")
+    assert caching.select_variants("dss-clockpro") == ("dss-clockpro",)
     with pytest.raises(ValueError, match="dss-nope"):
         caching.select_variants("dss-slru,dss-nope")
 

@@ -137,7 +137,7 @@ fn rates(ops: u64, start: Instant, cpu0: f64) -> (f64, f64) {
 }
 
 /// The policies measured, by the names the experiment selects them with.
-const POLICIES: [(&str, &str); 7] = [
+const POLICIES: [(&str, &str); 8] = [
     ("dss", include_str!("../../../../policies/reference.toml")),
     ("lru", include_str!("../../../../policies/lru.toml")),
     (
@@ -156,6 +156,10 @@ const POLICIES: [(&str, &str); 7] = [
     (
         "dss-secondmiss",
         include_str!("../../../../policies/dss-secondmiss.toml"),
+    ),
+    (
+        "dss-clockpro",
+        include_str!("../../../../policies/dss-clockpro.toml"),
     ),
 ];
 

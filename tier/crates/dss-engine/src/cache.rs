@@ -19,7 +19,11 @@
 //! free list proper is empty; the protected list is capped and hands its oldest entry
 //! back. Blocks seen once, such as a scan's, are then reused before a re-referenced set,
 //! and the watermarks count the unprotected free entries only, so the syncer makes room
-//! from dirty blocks rather than from protected ones. `read_allocate = "below-cutoff"`
+//! from dirty blocks rather than from protected ones.
+//! `base_list = "clock-pro"` reuses clean entries in CLOCK-Pro's order instead (module
+//! `clockpro`, which says where it departs from the paper): clean blocks sit on its clock,
+//! hot or cold, and the watermarks count the empty entries and the cold blocks, for the same
+//! reason as under `slru`. `read_allocate = "below-cutoff"`
 //! fills read misses only of classes before the cut-off priority; `"second-miss"` fills a
 //! block only when it missed before within the last cache-size read misses.
 //!
@@ -28,6 +32,7 @@
 //! reports back, and the version tells whether the block changed meanwhile.
 
 use crate::blockmap::BlockMap;
+use crate::clockpro::{ClockPro, ClockProStats};
 use crate::policy::{BaseList, CLASSES, ClassPolicy, Placement, ReadAllocate, Resolved};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -37,6 +42,8 @@ const NO_LIST: u16 = u16::MAX;
 const FREE_LIST: u16 = CLASSES as u16;
 /// `slru` only: clean entries referenced again while cached. Reused after the free list.
 const PROTECTED: u16 = CLASSES as u16 + 1;
+/// `clock-pro` only: clean entries, on the clock rather than on a list of `lists`.
+const CLOCK: u16 = CLASSES as u16 + 2;
 
 /// `Entry::marks` bits.
 const LOGGED: u8 = 1;
@@ -248,6 +255,8 @@ pub struct Cache {
     slru: bool,
     /// Protected entries at most; the oldest beyond it go back to the free list.
     protected_cap: u32,
+    /// `clock-pro`: the clock that orders the clean entries.
+    clock: Option<ClockPro>,
     block_size: u32,
     entries: Vec<Entry>,
     /// Dirty lists indexed by priority, then the free list.
@@ -329,6 +338,7 @@ impl Cache {
             } else {
                 0
             },
+            clock: (policy.base_list == BaseList::ClockPro).then(|| ClockPro::new(n, cfg.high)),
             block_size: policy.block_size,
             entries,
             lists,
@@ -358,7 +368,9 @@ impl Cache {
 
     /// Empty and clean entries: everything an allocation may reuse.
     pub fn free_entries(&self) -> u32 {
-        self.lists[FREE_LIST as usize].len + self.lists[PROTECTED as usize].len
+        self.lists[FREE_LIST as usize].len
+            + self.lists[PROTECTED as usize].len
+            + self.clock.as_ref().map_or(0, ClockPro::resident)
     }
 
     /// Clean entries in the protected segment (`slru`; 0 otherwise).
@@ -366,11 +378,22 @@ impl Cache {
         self.lists[PROTECTED as usize].len
     }
 
+    /// The clock's counts (`clock-pro`; None otherwise).
+    pub fn clock_pro(&self) -> Option<ClockProStats> {
+        self.clock.as_ref().map(ClockPro::stats)
+    }
+
+    /// True if `slot` holds a hot block (`clock-pro`).
+    pub fn is_hot(&self, slot: u32) -> bool {
+        self.clock.as_ref().is_some_and(|c| c.is_hot(slot))
+    }
+
     /// Free entries the watermarks count: all of them under `lru`; under `slru` the
-    /// protected segment is not counted, so that the syncer makes room from dirty blocks
-    /// before an allocation has to reuse a protected one.
+    /// protected segment is not counted, and under `clock-pro` only the empty entries and
+    /// the cold blocks are (not the hot ones), so that the syncer makes room from dirty
+    /// blocks before an allocation has to reuse a protected block or demote a hot one.
     fn unprotected_free(&self) -> u32 {
-        self.lists[FREE_LIST as usize].len
+        self.lists[FREE_LIST as usize].len + self.clock.as_ref().map_or(0, ClockPro::cold_resident)
     }
 
     pub fn dirty_entries(&self) -> u32 {
@@ -406,6 +429,7 @@ impl Cache {
     #[inline]
     fn list_of(&self, e: &Entry) -> u16 {
         match e.state {
+            State::Clean if self.clock.is_some() => CLOCK,
             State::Clean if e.marks & HOT != 0 => PROTECTED,
             State::Empty | State::Clean => FREE_LIST,
             State::Dirty => u16::from(self.table[e.class as usize].priority),
@@ -419,6 +443,12 @@ impl Cache {
         let e = self.entries[slot as usize];
         let list = self.list_of(&e);
         if list == NO_LIST {
+            return;
+        }
+        if list == CLOCK {
+            if let Some(c) = &mut self.clock {
+                c.remove(slot);
+            }
             return;
         }
         let l = &mut self.lists[list as usize];
@@ -524,6 +554,11 @@ impl Cache {
             log.push(slot);
         }
         match state {
+            State::Clean if self.clock.is_some() => {
+                if let Some(c) = &mut self.clock {
+                    c.insert(slot);
+                }
+            }
             State::Clean if hot => {
                 self.link(slot, PROTECTED, at_head);
                 self.demote_overflow();
@@ -556,6 +591,8 @@ impl Cache {
     fn referenced(&mut self, slot: u32) {
         if self.slru {
             self.entries[slot as usize].marks |= HOT;
+        } else if let Some(c) = &mut self.clock {
+            c.reference(slot);
         }
     }
 
@@ -591,7 +628,13 @@ impl Cache {
     fn allocate(&mut self, key: BlockKey, class: u8, state: State) -> Option<u32> {
         let mut slot = self.lists[FREE_LIST as usize].head;
         if slot == NIL {
-            slot = self.lists[PROTECTED as usize].head;
+            slot = match &mut self.clock {
+                Some(c) => {
+                    let entries = &self.entries;
+                    c.evict(|s| entries[s as usize].key)?
+                }
+                None => self.lists[PROTECTED as usize].head,
+            };
             if slot == NIL {
                 return None;
             }
@@ -609,6 +652,9 @@ impl Cache {
         e.cancelled = false;
         e.version = e.version.wrapping_add(1);
         self.map.insert(key, slot);
+        if let Some(c) = &mut self.clock {
+            c.admit(slot, key);
+        }
         self.attach(slot, state, false);
         Some(slot)
     }
@@ -704,6 +750,12 @@ impl Cache {
                     State::Filling => {
                         self.stats[class as usize].misses += 1;
                         ReadOutcome::Miss
+                    }
+                    State::Clean if self.clock.is_some() => {
+                        // A clock does not move what it hits: the reference bit is enough.
+                        self.stats[class as usize].hits += 1;
+                        self.referenced(slot);
+                        ReadOutcome::Hit { slot }
                     }
                     State::Clean | State::Dirty => {
                         self.stats[class as usize].hits += 1;
@@ -1017,6 +1069,9 @@ impl Cache {
         e.class = class;
         e.version = e.version.wrapping_add(1);
         self.map.insert(key, slot);
+        if let Some(c) = &mut self.clock {
+            c.admit(slot, key);
+        }
         let state = if dirty {
             Self::written_state(self.table[class as usize].placement)
         } else {
@@ -1065,6 +1120,21 @@ impl Cache {
             if li < CLASSES && bit != (len > 0) {
                 return Err(format!("list {li}: non-empty bit wrong"));
             }
+        }
+        if let Some(c) = &self.clock {
+            c.check(
+                |slot| {
+                    let e = &self.entries[slot as usize];
+                    if e.state != State::Clean || e.marks & HOT != 0 {
+                        return Err(format!("slot {slot}: state {:?} on the clock", e.state));
+                    }
+                    if std::mem::replace(&mut seen[slot as usize], true) {
+                        return Err(format!("slot {slot} on the clock and a list"));
+                    }
+                    Ok(())
+                },
+                |key| self.find(key).is_some(),
+            )?;
         }
         let (mut in_flight, mut pinned, mut mapped) = (0u32, 0u32, 0usize);
         for (slot, e) in self.entries.iter().enumerate() {

@@ -3,6 +3,7 @@
 
 pub mod blockmap;
 pub mod cache;
+pub mod clockpro;
 pub mod device;
 pub mod policy;
 
@@ -10,4 +11,5 @@ pub use cache::{
     BlockKey, Cache, ClassCounters, Config, Durable, ReadOutcome, Resident, State, Victim,
     WriteOutcome,
 };
+pub use clockpro::ClockProStats;
 pub use policy::{BaseList, Mode, Placement, Policy, PolicyError, ReadAllocate, Resolved};

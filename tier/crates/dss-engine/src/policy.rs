@@ -91,6 +91,11 @@ pub enum BaseList {
     /// Segmented LRU (Karedla, Love and Wherry, 1994): a block referenced again while
     /// cached is protected; clean blocks seen once (a scan's) are reused first.
     Slru,
+    /// CLOCK-Pro (Jiang, Chen and Zhang, 2005): hot and cold clean blocks on one clock, with
+    /// a test period for cold ones and the keys of recently evicted cold blocks, so that a
+    /// block is hot by its reuse distance; clean blocks seen once are reused first.
+    #[serde(rename = "clock-pro")]
+    ClockPro,
 }
 
 /// Which read misses are copied into the cache.
@@ -525,6 +530,8 @@ mod tests {
         let with = |line: &str| SMALL.replace("name = \"t\"", &format!("name = \"t\"\n{line}"));
         let p = Policy::parse(&with("base_list = \"slru\"")).unwrap();
         assert_eq!(p.resolve(Some(Mode::Lru)).base_list, BaseList::Slru);
+        let p = Policy::parse(&with("base_list = \"clock-pro\"")).unwrap();
+        assert_eq!(p.resolve(None).base_list, BaseList::ClockPro);
         for (v, want) in [
             ("true", ReadAllocate::Always),
             ("false", ReadAllocate::Never),
@@ -536,6 +543,7 @@ mod tests {
         }
         for bad in [
             "base_list = \"clock\"",
+            "base_list = \"clockpro\"",
             "read_allocate = \"sometimes\"",
             "protected_fraction = 0.0",
             "protected_fraction = 1.0",

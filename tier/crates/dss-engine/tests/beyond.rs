@@ -1,5 +1,5 @@
-//! The options beyond the paper: the segmented-LRU base list and the read-allocation
-//! rule, against the paper's LRU base on the same streams.
+//! The options beyond the paper: the segmented-LRU and CLOCK-Pro base lists and the
+//! read-allocation rule, against the paper's LRU base on the same streams.
 
 use dss_engine::cache::Config;
 use dss_engine::{BlockKey, Cache, Mode, Policy, ReadOutcome, WriteOutcome};
@@ -70,9 +70,14 @@ fn hot_hits(c: &mut Cache, class: u8) -> u64 {
 }
 
 /// Runs a 1,000-block `scan` over a 100-entry cache after warming the hot set: under
-/// `lru` the scan evicts all of the set, under `slru` none of it.
-fn hot_set_after(scan: impl Fn(&mut Cache, u64)) {
-    for (base, want) in [("lru", 0), ("slru", HOT)] {
+/// `lru` the scan evicts all of the set, under `slru` none of it, under `clock-pro` all
+/// but `clock_pro_loses` of it.
+fn hot_set_after(clock_pro_loses: u64, scan: impl Fn(&mut Cache, u64)) {
+    for (base, want) in [
+        ("lru", 0),
+        ("slru", HOT),
+        ("clock-pro", HOT - clock_pro_loses),
+    ] {
         let mut c = cache(&format!("base_list = \"{base}\""), Mode::Lru, 100);
         warm(&mut c, 2);
         for i in 0..1000 {
@@ -84,13 +89,18 @@ fn hot_set_after(scan: impl Fn(&mut Cache, u64)) {
 }
 
 #[test]
-fn slru_keeps_a_re_referenced_set_through_a_read_scan() {
-    hot_set_after(|c, i| assert!(!read(c, k(2, i), 2), "a scan never hits"));
+fn slru_and_clock_pro_keep_a_re_referenced_set_through_a_read_scan() {
+    hot_set_after(0, |c, i| assert!(!read(c, k(2, i), 2), "a scan never hits"));
 }
 
 #[test]
-fn slru_keeps_a_re_referenced_set_through_a_write_scan() {
-    hot_set_after(|c, i| {
+fn slru_and_clock_pro_keep_a_re_referenced_set_through_a_write_scan() {
+    // CLOCK-Pro loses one block of the set, once. The set is cold and referenced until a
+    // hand passes; the writes fill the 70 empty entries without pressure (the 30 cold
+    // blocks count as free), and the first eviction promotes the whole set, which leaves
+    // no cold block: HAND_hot demotes one and it goes. That eviction brings pressure, so
+    // the syncer cleans from then on and the scan reuses its own written-back blocks.
+    hot_set_after(1, |c, i| {
         let w = c.write(k(2, i), 2, 4096);
         assert!(matches!(w, WriteOutcome::Ssd { .. }), "{w:?}");
         sync(c);
@@ -99,8 +109,14 @@ fn slru_keeps_a_re_referenced_set_through_a_write_scan() {
 }
 
 #[test]
-fn slru_under_dss_keeps_selective_eviction() {
-    let mut c = cache("base_list = \"slru\"", Mode::Dss, 100);
+fn scan_resistant_bases_under_dss_keep_selective_eviction() {
+    for base in ["slru", "clock-pro"] {
+        selective_eviction_under(base);
+    }
+}
+
+fn selective_eviction_under(base: &str) {
+    let mut c = cache(&format!("base_list = \"{base}\""), Mode::Dss, 100);
     for (i, class) in [(0, 1), (1, 3), (2, 2), (3, 3), (4, 1)] {
         assert!(matches!(
             c.write(k(5, i), class, 4096),
@@ -113,7 +129,7 @@ fn slru_under_dss_keeps_selective_eviction() {
     assert_eq!(
         order,
         vec![1, 3, 2, 0, 4],
-        "lowest priority first, LRU within"
+        "lowest priority first, LRU within ({base})"
     );
 }
 
@@ -239,4 +255,123 @@ fn second_miss_keeps_a_hot_set_through_a_read_scan() {
         assert_eq!(hot_hits(&mut c, 2), want, "read_allocate = {rule}");
         c.check().unwrap();
     }
+}
+
+fn clock_pro(entries: u32) -> Cache {
+    cache("base_list = \"clock-pro\"", Mode::Lru, entries)
+}
+
+fn slot_of(c: &Cache, key: BlockKey) -> u32 {
+    c.lookup(key).expect("resident").0
+}
+
+#[test]
+fn clock_pro_block_re_referenced_in_its_test_period_comes_back_hot() {
+    let mut c = clock_pro(100);
+    let (a, b) = (k(3, 0), k(3, 1));
+    assert!(!read(&mut c, a, 2));
+    assert!(!c.is_hot(slot_of(&c, a)), "a new block is cold");
+    // A scan fills the cache and evicts `a` unreferenced: its key stays, non-resident.
+    for i in 0..100 {
+        read(&mut c, k(2, i), 2);
+    }
+    assert_eq!(c.lookup(a), None);
+    let before = c.clock_pro().unwrap();
+    assert!(before.nonresident >= 1);
+    assert!(!read(&mut c, a, 2), "evicted, so a miss");
+    assert!(c.is_hot(slot_of(&c, a)), "re-referenced in its test period");
+    let after = c.clock_pro().unwrap();
+    assert_eq!(after.cold_target, before.cold_target + 1, "m_c grows");
+    assert_eq!(after.hot, 1);
+    c.check().unwrap();
+
+    // `b` is evicted too, but then more blocks are evicted than the cache has entries:
+    // its test period is over and it comes back cold.
+    assert!(!read(&mut c, b, 2));
+    for i in 100..400 {
+        read(&mut c, k(2, i), 2);
+    }
+    assert_eq!(c.lookup(b), None);
+    assert!(!read(&mut c, b, 2));
+    assert!(!c.is_hot(slot_of(&c, b)), "test period over");
+    assert!(read(&mut c, a, 2), "the hot block stayed through the scans");
+    c.check().unwrap();
+}
+
+#[test]
+fn clock_pro_cold_block_referenced_while_resident_turns_hot_when_the_hand_reaches_it() {
+    let mut c = clock_pro(10);
+    for i in 0..10 {
+        read(&mut c, k(1, i), 2);
+    }
+    // Written again, then clean again: a write is a reference too.
+    assert!(matches!(
+        c.write(k(1, 0), 2, 4096),
+        WriteOutcome::Ssd { hit: true, .. }
+    ));
+    let mut v = Vec::new();
+    c.pick_flush(&mut v, 10, None);
+    for victim in &v {
+        c.clean_done(victim, true);
+    }
+    assert!(read(&mut c, k(1, 1), 2));
+    assert_eq!(
+        c.clock_pro().unwrap().hot,
+        0,
+        "a bit only, until a hand sees it"
+    );
+    // The next miss sends HAND_cold on from where it started: block 1 turns hot and the
+    // unreferenced block 2 is evicted instead. Block 0 re-entered the clock at the head
+    // when it was cleaned, so the hand reaches it last.
+    read(&mut c, k(2, 0), 2);
+    assert!(c.is_hot(slot_of(&c, k(1, 1))));
+    assert!(!c.is_hot(slot_of(&c, k(1, 0))));
+    assert_eq!(c.lookup(k(1, 2)), None);
+    // A round of the hand later, block 0 is hot too and both are still cached.
+    for i in 1..=10 {
+        read(&mut c, k(2, i), 2);
+    }
+    assert!(c.is_hot(slot_of(&c, k(1, 0))) && c.is_hot(slot_of(&c, k(1, 1))));
+    assert_eq!(c.clock_pro().unwrap().hot, 2);
+    assert_eq!(c.residents().count(), 10);
+    c.check().unwrap();
+}
+
+#[test]
+fn clock_pro_non_resident_entries_stay_bounded_by_the_cache_size() {
+    for entries in [1, 7, 50] {
+        let mut c = clock_pro(entries);
+        for i in 0..10_000 {
+            read(&mut c, k(2, i), 2);
+            if i % 3 == 0 {
+                // Some come back within their test period, some never.
+                read(&mut c, k(2, i / 2), 2);
+            }
+            let s = c.clock_pro().unwrap();
+            assert!(s.nonresident <= entries, "{s:?}");
+            assert!(s.hot + s.cold <= entries);
+        }
+        c.check().unwrap();
+    }
+}
+
+/// A loop over 120 blocks in a 100-entry cache: LRU always evicts the block about to be
+/// read again, so after the first pass it never hits. CLOCK-Pro sees each block come back
+/// within its test period, makes it hot and keeps the hot ones, so part of the loop hits.
+#[test]
+fn clock_pro_hits_on_a_loop_just_larger_than_the_cache_where_lru_does_not() {
+    let hits = |base: &str| {
+        let mut c = cache(&format!("base_list = \"{base}\""), Mode::Lru, 100);
+        let mut hits = 0;
+        for _ in 0..10 {
+            for i in 0..120 {
+                hits += u32::from(read(&mut c, k(4, i), 2));
+            }
+        }
+        c.check().unwrap();
+        hits
+    };
+    let (lru, clock_pro) = (hits("lru"), hits("clock-pro"));
+    assert_eq!(lru, 0);
+    assert!(clock_pro > lru, "lru {lru} clock-pro {clock_pro}");
 }

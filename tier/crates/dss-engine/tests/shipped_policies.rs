@@ -10,6 +10,7 @@ const DSS_READCUT: &str = include_str!("../../../../policies/dss-readcut.toml");
 const DSS_SLRU_READCUT: &str = include_str!("../../../../policies/dss-slru-readcut.toml");
 const SLRU: &str = include_str!("../../../../policies/slru.toml");
 const DSS_SECONDMISS: &str = include_str!("../../../../policies/dss-secondmiss.toml");
+const DSS_CLOCKPRO: &str = include_str!("../../../../policies/dss-clockpro.toml");
 
 #[test]
 fn reference_is_table_ii() {
@@ -172,6 +173,12 @@ fn variants_change_only_their_options() {
             &reference,
             BaseList::Lru,
             ReadAllocate::SecondMiss,
+        ),
+        (
+            DSS_CLOCKPRO,
+            &reference,
+            BaseList::ClockPro,
+            ReadAllocate::Always,
         ),
     ] {
         let p = Policy::parse(text).unwrap();
