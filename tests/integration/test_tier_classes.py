@@ -35,11 +35,11 @@ def settle(tier: Tier) -> dict:
         time.sleep(0.01)
 
 
-def write_class(tier: Tier, name: str, cls: int, size: int, chunk: int = 8 * BLOCK) -> None:
+def write_class(tier: Tier, name: str, cls: int, size: int, chunk: int = 3 * BLOCK) -> None:
     """Write ``size`` bytes of class ``cls``, letting the syncer catch up between chunks so
-    that eviction, not a full cache, decides what stays. A chunk has fewer blocks than the
-    10 free entries the syncer leaves, so it never finds the cache full: what bypasses is
-    selective allocation's doing alone."""
+    that eviction, not a full cache, decides what stays. Out of pressure at least the low
+    watermark's 4 entries are free, and a chunk has fewer blocks than that, so a write
+    never finds the cache full: what bypasses is selective allocation's doing alone."""
     b = get_backend("tier")
     fd = os.open(tier.mnt / name, os.O_CREAT | os.O_WRONLY, 0o644)
     try:
@@ -182,3 +182,30 @@ def test_stats_document_has_the_contract_keys(make_tier: object) -> None:  # noq
     for dev in ("ssd", "hdd"):
         assert {"ops", "bytes", "busy_s"} <= set(s["devices"][dev])
     assert s["devices"]["ssd"]["bytes"] > 0
+
+
+@pytest.mark.parametrize("mode", ["dss", "ssd"])
+def test_new_inodes_are_cached_not_read_from_the_hdd(make_tier: object, mode: str) -> None:  # noqa: F811
+    """Creating a file or directory writes its inode through the cache, so looking it up
+    afterwards finds it there: creation costs no HDD read per new inode."""
+    t = make_tier()
+    t.mount(cache_size="4MiB", mode=mode)
+    before = t.stats()["devices"]["hdd"]["read_ops"]
+    n = 40
+    for i in range(n):
+        d = t.mnt / f"d{i}"
+        d.mkdir()
+        with open(d / "f", "wb") as f:  # O_CREAT without O_EXCL
+            f.write(b"x")
+        os.close(os.open(d / "g", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        os.symlink("f", d / "l")
+    for i in range(n):
+        for name in ("f", "g", "l"):
+            os.lstat(t.mnt / f"d{i}" / name)
+    s = t.stats()
+    # Every inode (4 per round) and every new directory block is a metadata write.
+    inode, directory = class_stats(s, 2), class_stats(s, 3)
+    assert inode["cached_bytes"] >= 4 * n * BLOCK
+    assert directory["cached_bytes"] >= n * BLOCK
+    # The root directory's first lookup may miss; none of the 4n new inodes does.
+    assert s["devices"]["hdd"]["read_ops"] - before < n

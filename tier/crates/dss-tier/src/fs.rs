@@ -275,14 +275,24 @@ impl TierFs {
     ) {
         let run = || -> Result<FileAttr, Errno> {
             let path = self.child(parent, name)?;
+            // A new entry changes the parent's directory block and its inode (times,
+            // and the link count for a directory), as a create does.
             self.core.meta(MetaKind::Directory, parent.0, true);
+            self.core.meta(MetaKind::Inode, parent.0, true);
             make(&path)?;
-            self.remember(path)
+            let attr = self.remember(path)?;
+            self.created(&attr);
+            Ok(attr)
         };
         match run() {
             Ok(a) => reply.entry(&TTL, &a, Generation(0)),
             Err(e) => reply.error(e),
         }
+    }
+
+    fn created(&self, attr: &FileAttr) {
+        self.core
+            .meta_created(attr.ino.0, attr.kind == FileType::Directory);
     }
 
     /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
@@ -713,9 +723,13 @@ impl Filesystem for TierFs {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
             self.core.meta(MetaKind::Inode, parent.0, true);
+            let existed = flags & libc_o::O_EXCL == 0 && fs::symlink_metadata(&path).is_ok();
             let f = open_file(&path, flags | libc_o::O_CREAT, Some(mode & !umask & 0o7777))?;
             self.truncate_on_open(&f, flags)?;
             let attr = self.remember(path.clone())?;
+            if !existed {
+                self.created(&attr);
+            }
             let fh = self.open_handle(attr.ino.0, &path, f, direct);
             Ok((attr, fh))
         };
