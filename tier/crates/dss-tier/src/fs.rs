@@ -51,6 +51,10 @@ fn errno(e: io::Error) -> Errno {
     Errno::from(e)
 }
 
+fn sys_errno(e: rustix::io::Errno) -> Errno {
+    Errno::from_i32(e.raw_os_error())
+}
+
 fn kind_of(ft: fs::FileType) -> FileType {
     FileType::from_std(ft).unwrap_or(FileType::RegularFile)
 }
@@ -519,7 +523,7 @@ impl Filesystem for TierFs {
                     &times,
                     rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
                 )
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+                .map_err(sys_errno)?;
             }
             let md = fs::symlink_metadata(&path).map_err(errno)?;
             Ok(self.attr(&md))
@@ -573,7 +577,7 @@ impl Filesystem for TierFs {
         self.new_entry(parent, name, reply, |path| {
             // The kernel sends the device number encoded as mknodat(2) takes it.
             rustix::fs::mknodat(rustix::fs::CWD, path, kind, perm, u64::from(rdev))
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+                .map_err(sys_errno)
         });
     }
 
@@ -930,7 +934,7 @@ impl Filesystem for TierFs {
                 s.f_namemax as u32,
                 s.f_frsize as u32,
             ),
-            Err(e) => reply.error(Errno::from_i32(e.raw_os_error())),
+            Err(e) => reply.error(sys_errno(e)),
         }
     }
 
@@ -948,8 +952,7 @@ impl Filesystem for TierFs {
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
             let flags = rustix::fs::XattrFlags::from_bits_truncate(flags as u32);
-            rustix::fs::lsetxattr(&path, name, value, flags)
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))
+            rustix::fs::lsetxattr(&path, name, value, flags).map_err(sys_errno)
         };
         match run() {
             Ok(()) => reply.ok(),
@@ -972,11 +975,10 @@ impl Filesystem for TierFs {
                 match rustix::fs::lgetxattr(&path, name, rustix::buffer::spare_capacity(&mut buf)) {
                     Ok(_) => return Ok(buf),
                     Err(rustix::io::Errno::RANGE) => {
-                        let n = rustix::fs::lgetxattr_query(&path, name)
-                            .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+                        let n = rustix::fs::lgetxattr_query(&path, name).map_err(sys_errno)?;
                         buf = Vec::with_capacity(n.max(buf.capacity() * 2));
                     }
-                    Err(e) => return Err(Errno::from_i32(e.raw_os_error())),
+                    Err(e) => return Err(sys_errno(e)),
                 }
             }
         };
@@ -986,11 +988,10 @@ impl Filesystem for TierFs {
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         let run = || -> Result<Vec<u8>, Errno> {
             let path = self.path(ino)?;
-            let n = rustix::fs::llistxattr_query(&path)
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+            let n = rustix::fs::llistxattr_query(&path).map_err(sys_errno)?;
             let mut buf = Vec::with_capacity(n + 256);
             rustix::fs::llistxattr(&path, rustix::buffer::spare_capacity(&mut buf))
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+                .map_err(sys_errno)?;
             Ok(buf)
         };
         reply_xattr(run(), size, reply);
@@ -1000,7 +1001,7 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
-            rustix::fs::lremovexattr(&path, name).map_err(|e| Errno::from_i32(e.raw_os_error()))
+            rustix::fs::lremovexattr(&path, name).map_err(sys_errno)
         };
         match run() {
             Ok(()) => reply.ok(),
