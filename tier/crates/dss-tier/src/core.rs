@@ -126,16 +126,8 @@ impl Core {
             Device::new(parse(hdd_model)?),
         );
         let anchors = Anchors::open(hdd_root)?;
-        let open_rw = |name: &str| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(ssd_dir.join(name))
-        };
-        let store = open_rw(SLAB)?;
-        let jfile = open_rw(JOURNAL)?;
+        let store = journal::open_rw_create(&ssd_dir.join(SLAB))?;
+        let jfile = journal::open_rw_create(&ssd_dir.join(JOURNAL))?;
         let mut replay = Replay::default();
         let loaded = match journal::load(&jfile)? {
             Some(Ok(l)) => Some(l),
@@ -1256,13 +1248,7 @@ mod tests {
             .unwrap()
         }
         fn file(&self, name: &str) -> (Arc<File>, u64) {
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(self.hdd().join(name))
-                .unwrap();
+            let f = journal::open_rw_create(&self.hdd().join(name)).unwrap();
             let ino = f.metadata().unwrap().ino();
             (Arc::new(f), ino)
         }
@@ -1325,10 +1311,6 @@ mod tests {
         (s.read_ops, s.write_ops)
     }
 
-    fn ssd_ops(core: &Core) -> (u64, u64) {
-        dev_ops(core, "ssd")
-    }
-
     #[test]
     fn adjacent_slots_move_in_one_call_and_scattered_ones_stay_intact() {
         let d = Dirs::new("runs");
@@ -1341,28 +1323,32 @@ mod tests {
             core.write(&b, 24, i * 4096, &pattern(4096, 100 + i as u8))
                 .unwrap();
         }
-        let (r0, w0) = ssd_ops(&core);
+        let (r0, w0) = dev_ops(&core, "ssd");
         let data = pattern(8 * 4096, 7);
         core.write(&a, 24, 0, &data).unwrap();
-        assert_eq!(ssd_ops(&core).1 - w0, 8, "eight hits on every other slot");
+        assert_eq!(
+            dev_ops(&core, "ssd").1 - w0,
+            8,
+            "eight hits on every other slot"
+        );
         assert_eq!(core.read(&a, 24, 0, 8 * 4096).unwrap(), data);
-        assert_eq!(ssd_ops(&core).0 - r0, 8);
+        assert_eq!(dev_ops(&core, "ssd").0 - r0, 8);
         for i in 0..8u64 {
             let got = core.read(&b, 24, i * 4096, 4096).unwrap();
             assert_eq!(got, pattern(4096, 100 + i as u8), "block {i} of b");
         }
         // Sixteen fresh blocks take sixteen adjacent free slots: one write, one read.
-        let (r0, w0) = ssd_ops(&core);
+        let (r0, w0) = dev_ops(&core, "ssd");
         let big = pattern(16 * 4096, 3);
         core.write(&c, 24, 0, &big).unwrap();
         assert_eq!(core.read(&c, 24, 0, big.len()).unwrap(), big);
-        assert_eq!(ssd_ops(&core), (r0 + 1, w0 + 1));
+        assert_eq!(dev_ops(&core, "ssd"), (r0 + 1, w0 + 1));
         // Truncation frees them so that a rewrite gets them back in order.
         core.truncate(ino_c, &c, big.len() as u64, 0).unwrap();
-        let (_, w0) = ssd_ops(&core);
+        let (_, w0) = dev_ops(&core, "ssd");
         let again = pattern(16 * 4096, 4);
         core.write(&c, 24, 0, &again).unwrap();
-        assert_eq!(ssd_ops(&core).1, w0 + 1);
+        assert_eq!(dev_ops(&core, "ssd").1, w0 + 1);
         assert_eq!(core.read(&c, 24, 0, again.len()).unwrap(), again);
     }
 
@@ -1375,7 +1361,7 @@ mod tests {
         // On the HDD only, 16 blocks and a tail: every block read misses and is filled.
         let data = pattern(16 * 4096 + 100, 9);
         f.write_all_at(&data, 0).unwrap();
-        let (h0, s0) = (dev_ops(&core, "hdd"), ssd_ops(&core));
+        let (h0, s0) = (dev_ops(&core, "hdd"), dev_ops(&core, "ssd"));
         // Unaligned at both ends: from inside block 0 to the file's end.
         assert_eq!(core.read(&f, 24, 10, 1 << 20).unwrap(), data[10..]);
         assert_eq!(
@@ -1383,14 +1369,18 @@ mod tests {
             1,
             "one HDD read for 17 blocks"
         );
-        assert_eq!(ssd_ops(&core).1 - s0.1, 1, "one slab write for 17 blocks");
+        assert_eq!(
+            dev_ops(&core, "ssd").1 - s0.1,
+            1,
+            "one slab write for 17 blocks"
+        );
         assert_eq!(core.stats().classes["24"].misses, 17);
         // All of it is cached now: read back from the slab alone.
-        let (h1, s1) = (dev_ops(&core, "hdd"), ssd_ops(&core));
+        let (h1, s1) = (dev_ops(&core, "hdd"), dev_ops(&core, "ssd"));
         assert_eq!(core.read(&f, 24, 0, data.len()).unwrap(), data);
         assert_eq!(core.read(&f, 24, 4095, 2).unwrap(), data[4095..4097]);
         assert_eq!(dev_ops(&core, "hdd"), h1);
-        assert_eq!(ssd_ops(&core).0 - s1.0, 2);
+        assert_eq!(dev_ops(&core, "ssd").0 - s1.0, 2);
     }
 
     #[test]

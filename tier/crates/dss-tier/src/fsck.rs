@@ -120,13 +120,7 @@ pub fn fsck(ssd: &Path, hdd: &Path, repair: bool) -> Result<Report, String> {
         return Ok(rep);
     }
     let jfile = open_rw(&jpath).map_err(err)?;
-    let slab = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(ssd.join(SLAB))
-        .map_err(err)?;
+    let slab = journal::open_rw_create(&ssd.join(SLAB)).map_err(err)?;
     let anchors = Anchors::open(hdd).map_err(err)?;
     let loaded = match journal::load(&jfile).map_err(err)? {
         None => {
@@ -445,13 +439,7 @@ mod tests {
     }
 
     fn open_rw_create(p: &Path) -> File {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(p)
-            .unwrap()
+        journal::open_rw_create(p).unwrap()
     }
 
     #[test]

@@ -15,14 +15,26 @@
 //! treated as empty (a torn record only ever belongs to an unacknowledged change).
 
 use dss_engine::{BlockKey, Durable};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"DSSTIERJ");
 const VERSION: u32 = 1;
 pub const HEADER: u64 = 4096;
 pub const RECORD: usize = 32;
+
+/// Open one of the cache's files (journal, slab) for reading and writing, creating it when
+/// absent and never truncating it: what it holds is the cache.
+pub fn open_rw_create(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
 /// Records are written out in units of this many bytes (a page).
 const PAGE: usize = 4096;
 
@@ -354,13 +366,7 @@ mod tests {
     }
 
     fn open(p: &std::path::Path) -> File {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(p)
-            .unwrap()
+        open_rw_create(p).unwrap()
     }
 
     fn rec(file: u64, index: u64, state: Durable) -> Record {
