@@ -114,6 +114,19 @@ def check_via_proxy(client: Client, obj: Stored) -> str | None:
     return None
 
 
+def proxy_problems(client: Client, objs: list[Stored]) -> list[str]:
+    """What is wrong with each of ``objs`` read back through the proxy (none: [])."""
+    return [p for o in objs if (p := check_via_proxy(client, o))]
+
+
+def loss_counts(problems: list[str]) -> dict[str, int]:
+    """Objects lost (a GET answered 404) and corrupt, from ``check_via_proxy``'s reports."""
+    return {
+        "objects_lost": sum(" GET 404" in p for p in problems),
+        "objects_corrupt": sum("corrupt" in p for p in problems),
+    }
+
+
 # --- classes survive replication -------------------------------------------------------------
 
 
@@ -363,7 +376,7 @@ def classes_survive_wipe(
             )
         )
     ]
-    via_proxy = [p for o in stored if (p := check_via_proxy(client, o))]
+    via_proxy = proxy_problems(client, stored)
     return {
         "objects": len(stored),
         "replicas_checked": len(stored) * cluster.cfg.replicas,
@@ -462,10 +475,10 @@ def node_killed_under_load(
         time.sleep(duration * 2 / 3)
     finally:
         load.finish(workers)
-    while_down = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
+    while_down = proxy_problems(client, load.acknowledged)
     cluster.start_node(victim)
     replicate_all(cluster)
-    after = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
+    after = proxy_problems(client, load.acknowledged)
     replicas = [p for o in load.acknowledged for p in replica_problems(cluster, client, o)]
     problems = while_down + after
     return {
@@ -480,8 +493,7 @@ def node_killed_under_load(
         "problems_while_node_down": while_down,
         "problems_after_repair": after,
         "replica_problems_after_repair": replicas,
-        "objects_lost": sum(" GET 404" in p for p in problems),
-        "objects_corrupt": sum("corrupt" in p for p in problems),
+        **loss_counts(problems),
     }
 
 
@@ -517,9 +529,9 @@ def tier_killed_under_load(
     finally:
         load.finish(workers)
     replay = [line for line in replay_log.splitlines() if "journal replayed" in line]
-    after_restart = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
+    after_restart = proxy_problems(client, load.acknowledged)
     replicate_all(cluster)
-    after = [p for o in load.acknowledged if (p := check_via_proxy(client, o))]
+    after = proxy_problems(client, load.acknowledged)
     replicas = [p for o in load.acknowledged for p in replica_problems(cluster, client, o)]
     contents = [p for o in load.acknowledged for p in replica_content_problems(cluster, client, o)]
     problems = after_restart + after + contents
@@ -537,8 +549,7 @@ def tier_killed_under_load(
         "problems_after_restart": after_restart,
         "problems_after_repair": after,
         "replica_problems_after_repair": replicas + contents,
-        "objects_lost": sum(" GET 404" in p for p in problems),
-        "objects_corrupt": sum("corrupt" in p for p in problems),
+        **loss_counts(problems),
     }
 
 
@@ -579,10 +590,10 @@ def ssd_cache_lost(
             missing_on_victim += 1
         elif resp.status_code != 200 or hashlib.sha256(resp.content).hexdigest() != o.sha256:
             stale.append(f"{o.path} on {victim}: GET {resp.status_code}, wrong bytes")
-    before_repair = [p for o in stored if (p := check_via_proxy(client, o))]
+    before_repair = proxy_problems(client, stored)
     partitions = cluster.invalidate_lost(victim, lost_files)
     replicate_all(cluster, databases=True)
-    after = [p for o in stored if (p := check_via_proxy(client, o))]
+    after = proxy_problems(client, stored)
     replicas = [p for o in stored for p in replica_problems(cluster, client, o)]
     contents = [p for o in stored for p in replica_content_problems(cluster, client, o)]
     problems = before_repair + after + contents
@@ -602,8 +613,7 @@ def ssd_cache_lost(
         "partitions_rehashed": len(partitions),
         "problems_after_repair": after,
         "replica_problems_after_repair": replicas + contents,
-        "objects_lost": sum(" GET 404" in p for p in problems),
-        "objects_corrupt": sum("corrupt" in p for p in problems),
+        **loss_counts(problems),
     }
 
 
