@@ -25,6 +25,10 @@ class ScaleArgs:
     workers: int | None
     containers: int | None
 
+    def overrides(self) -> dict[str, Any]:
+        """Every option but the factor, by Scale field name (None: keep the default)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "factor"}
+
 
 def scale_options(f: Any) -> Any:
     """The scale options, handed to the command as one ``scale_args``."""
@@ -99,18 +103,7 @@ def caching(
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.tables import print_caching
 
-    a = scale_args
-    scale = make_scale(
-        DEFAULT,
-        a.factor,
-        size_scale=a.size_scale,
-        count_scale=a.count_scale,
-        concurrency=a.concurrency,
-        devices=a.devices,
-        replicas=a.replicas,
-        workers=a.workers,
-        containers=a.containers,
-    )
+    scale = make_scale(DEFAULT, scale_args.factor, **scale_args.overrides())
     try:
         pcts = tuple(float(p) for p in cache_pcts.split(","))
     except ValueError as err:

@@ -13,7 +13,7 @@ from rich.console import Console
 from swift_dss import policies
 from swift_dss.experiment import caching, content, cost, policy_file, scale, summary, traffic
 from swift_dss.experiment.caching_report import write_report
-from swift_dss.experiment.cli import make_scale
+from swift_dss.experiment.cli import ScaleArgs, make_scale
 from swift_dss.experiment.cluster import PhaseHook
 from swift_dss.experiment.traffic_report import write_report as write_traffic_report
 
@@ -94,6 +94,15 @@ def test_scale_factor_multiplies_counts_not_sizes() -> None:
     assert s.count_scale == pytest.approx(scale.DEFAULT.count_scale * 4)
     assert s.size_scale == scale.DEFAULT.size_scale
     assert s.workers == 3
+
+
+def test_scale_options_given_override_the_defaults_and_the_rest_stand() -> None:
+    args = ScaleArgs(2.0, None, None, 8, None, 2, 0, None)
+    s = make_scale(scale.DEFAULT, args.factor, **args.overrides())
+    assert (s.concurrency, s.replicas, s.workers) == (8, 2, 0)
+    assert s.size_scale == scale.DEFAULT.size_scale
+    assert s.devices == scale.DEFAULT.devices
+    assert s.count_scale == pytest.approx(scale.DEFAULT.count_scale * 2)
 
 
 def test_cache_sizes_are_percent_of_bytes_per_device() -> None:
