@@ -339,6 +339,7 @@ impl Device {
             .min_by_key(|&(_, t)| t)
             .unwrap_or((0, 0));
         let start = now.max(free);
+        let continues = op == Op::Write && self.continues_stream(addr, len);
         let end = match &self.model {
             Model::None => return now,
             Model::Hdd(h) => {
@@ -347,21 +348,6 @@ impl Device {
                 end
             }
             Model::Ssd(s) => {
-                let continues = op == Op::Write && {
-                    let gap = s.stream_gap_bytes;
-                    let found = self
-                        .streams
-                        .iter()
-                        .position(|&e| addr >= e && addr - e <= gap);
-                    let i = found.unwrap_or(self.next_stream);
-                    if let Some(end) = self.streams.get_mut(i) {
-                        *end = addr.saturating_add(len);
-                        if found.is_none() {
-                            self.next_stream = (i + 1) % self.streams.len();
-                        }
-                    }
-                    found.is_some()
-                };
                 let overhead = s.overhead_ns(if continues { Op::Read } else { op });
                 let ready = start + overhead;
                 let xfer = ready.max(self.channel_free);
@@ -372,6 +358,27 @@ impl Device {
         self.units[unit] = end;
         self.busy(start, end);
         end
+    }
+
+    /// SSD: whether a write at `addr` continues one of the recent write streams; either
+    /// way the write becomes that stream's (or, replacing the oldest, a new stream's) end.
+    fn continues_stream(&mut self, addr: u64, len: u64) -> bool {
+        let Model::Ssd(s) = &self.model else {
+            return false;
+        };
+        let gap = s.stream_gap_bytes;
+        let found = self
+            .streams
+            .iter()
+            .position(|&e| addr >= e && addr - e <= gap);
+        let i = found.unwrap_or(self.next_stream);
+        if let Some(end) = self.streams.get_mut(i) {
+            *end = addr.saturating_add(len);
+            if found.is_none() {
+                self.next_stream = (i + 1) % self.streams.len();
+            }
+        }
+        found.is_some()
     }
 
     /// Account an access on a real device that took `start..end` (ns, monotonic clock).
