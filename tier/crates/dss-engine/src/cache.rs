@@ -179,8 +179,12 @@ impl Config {
         let mut hi = (e * high).ceil() as u32;
         lo = lo.clamp(1.min(entries), entries);
         hi = hi.clamp(lo, entries);
+        // Equal watermarks would make the cleaner start and stop on the same entry; when
+        // rounding puts both at the top, the low one gives way instead.
         if hi == lo && hi < entries {
             hi += 1;
+        } else if hi == lo && lo > 1 {
+            lo -= 1;
         }
         Config {
             entries,

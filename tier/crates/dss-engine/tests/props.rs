@@ -301,6 +301,15 @@ proptest! {
     }
 }
 
+#[test]
+fn watermarks_rounded_to_the_top_stay_apart() {
+    // Both fractions round up to every entry of a two-entry cache.
+    let c = Config::from_fractions(2, 0.6848687968452832, 0.6948687968452832);
+    assert_eq!((c.low, c.high), (1, 2));
+    let c = Config::from_fractions(1, 0.7, 0.8);
+    assert_eq!((c.low, c.high), (1, 1));
+}
+
 /// Operations for the selective-allocation property: every I/O completes at once, so the
 /// only state is the engine's.
 #[derive(Clone, Debug)]
