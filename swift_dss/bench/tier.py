@@ -4,8 +4,11 @@ One mount (device models off, so only the software is measured) over an HDD dire
 the baseline is that same directory without the tier. Rounds alternate between the two so
 that drift in the machine's load falls on both. Four workloads, as Swift's object servers
 produce them: 4 MiB sequential writes (ending with fsync, as a PUT does) and reads, and
-4 KiB random writes and reads inside one file. Reads are warm on both sides: the file was
-just written, so the baseline reads from the page cache and the tier from its slab.
+4 KiB random writes and reads inside one file, and the way a PUT lands a file (mkstemp in a
+temporary directory, a 4 KiB write, a rename into a hashed directory). Reads are warm on both
+sides: the file was just written, so the baseline reads from the page cache and the tier from
+its slab. The landed files stay, round after round, so that a cost growing with the number
+of files the mount has seen shows as a falling rate.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import random
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +30,7 @@ POLICY = ROOT / "policies" / "reference.toml"
 MIB = 1 << 20
 FILE_SIZE = 64 * MIB
 SMALL_OPS = 4000
+LANDED_FILES = 4000
 
 
 def mounted(mountpoint: Path) -> bool:
@@ -74,11 +79,32 @@ def random_io(path: Path, write: bool, seed: int) -> float:
         os.close(fd)
 
 
+def land_files(path: Path, round_no: int) -> float:
+    """Files per second landed as an object server lands them: created in ``tmp``, written,
+    renamed into one of 512 hashed directories beside ``path``."""
+    root = path.parent
+    tmp = root / "tmp"
+    tmp.mkdir(exist_ok=True)
+    block = b"\x5a" * 4096
+    start = time.perf_counter()
+    for i in range(LANDED_FILES):
+        d = root / "objects" / f"{i % 512:03x}"
+        d.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=tmp)
+        try:
+            os.write(fd, block)
+        finally:
+            os.close(fd)
+        os.rename(name, d / f"{round_no}-{i}.data")
+    return LANDED_FILES / (time.perf_counter() - start)
+
+
 WORKLOADS: dict[str, tuple[str, Callable[[Path, int], float]]] = {
     "write 4MiB seq": ("MB/s", lambda p, _r: seq_write(p, b"\xa5" * (4 * MIB))),
     "read 4MiB seq": ("MB/s", lambda p, _r: seq_read(p, 4 * MIB)),
     "write 4KiB rand": ("ops/s", lambda p, r: random_io(p, True, r)),
     "read 4KiB rand": ("ops/s", lambda p, r: random_io(p, False, r)),
+    "land 4KiB files": ("files/s", land_files),
 }
 
 

@@ -153,6 +153,31 @@ def test_hard_links(tier: Tier) -> None:
     assert b.read_bytes() == b"changed" + data(10_000, 6)[7:]
 
 
+def test_inode_operations_follow_renames(tier: Tier) -> None:
+    """Requests by inode (fsetxattr on an open file) reach the file where it now is: after
+    a rename of the file itself, of a hard link to it, and of a directory above it."""
+    d1 = tier.mnt / "d1"
+    d1.mkdir()
+    (d1 / "a").write_bytes(b"a")
+    fd = os.open(d1 / "a", os.O_RDONLY)
+    try:
+        os.rename(d1 / "a", d1 / "b")
+        os.setxattr(fd, "user.step", b"1")
+        assert os.getxattr(tier.hdd / "d1" / "b", "user.step") == b"1"
+        os.link(d1 / "b", tier.mnt / "c")
+        os.rename(tier.mnt / "c", tier.mnt / "e")
+        os.unlink(d1 / "b")
+        os.setxattr(fd, "user.step", b"2")
+        assert os.getxattr(tier.hdd / "e", "user.step") == b"2"
+        os.rename(tier.mnt / "e", d1 / "f")
+        os.rename(d1, tier.mnt / "d2")
+        os.setxattr(fd, "user.step", b"3")
+        assert os.getxattr(tier.hdd / "d2" / "f", "user.step") == b"3"
+        assert (tier.mnt / "d2" / "f").read_bytes() == b"a"
+    finally:
+        os.close(fd)
+
+
 def test_sqlite_locking_from_two_processes(tier: Tier) -> None:
     db = tier.mnt / "container.db"
     con = sqlite3.connect(db, timeout=0.2, isolation_level=None)

@@ -646,8 +646,24 @@ impl Filesystem for TierFs {
             self.core.meta(MetaKind::Directory, newparent.0, true);
             self.before_last_unlink(&to);
             fs::rename(&from, &to).map_err(errno)?;
-            // Paths of the renamed node and everything under it move with it.
+            let md = fs::symlink_metadata(&to).map_err(errno)?;
+            let ino = self.fuse_ino(md.ino());
             let mut nodes = self.nodes.lock().unwrap();
+            if !md.is_dir() {
+                // A file has no paths below it: only its own entry moves. Every Swift PUT
+                // renames a file, and a walk over every inode the kernel remembers would
+                // make each PUT slower than the last.
+                if let Some(n) = nodes.map.get_mut(&ino) {
+                    if n.path == from {
+                        n.path = to.clone();
+                    }
+                    for l in n.links.iter_mut().filter(|l| **l == from) {
+                        *l = to.clone();
+                    }
+                }
+                return Ok(());
+            }
+            // A directory's paths, and those of everything under it, move with it.
             let moved = |p: &mut PathBuf| {
                 if let Ok(rest) = p.strip_prefix(&from) {
                     *p = if rest.as_os_str().is_empty() {
