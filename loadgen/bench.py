@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from swift_dss.bench.report import Figure
+from swift_dss.bench.report import Figure, ratio_ci
 
 SIZE = 4096
 CONCURRENCY = 16
@@ -168,6 +168,7 @@ def run(out: Path, rounds: int = 3, progress: Callable[[str], None] = print) -> 
                 med[(kind, op)],
                 "requests/CPU-s",
                 goal=goal,
+                ci=ratio_ci(rates[("ours", op)], rates[(kind, op)]),
             )
             # The aim is 3x Locust; the plain loop is a reference point.
             for kind, name, goal in (

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from swift_dss.bench.report import Figure
+from swift_dss.bench.report import Figure, ratio_ci
 from swift_dss.deploy.saio import Saio, SaioConfig
 
 KIB = 1024
@@ -101,38 +101,41 @@ def measure(
         count = batch(size)
         data = bytes(range(256)) * (size // 256)
         for op in ("put", "get"):
-            times: dict[str, list[float]] = {"ours": [], "baseline": []}
-            cpu: dict[str, float] = {"ours": 0.0, "baseline": 0.0}
+            rates: dict[str, list[float]] = {"ours": [], "baseline": []}
+            cpu: dict[str, list[float]] = {"ours": [], "baseline": []}
+            unit = "ops/s" if size < 1 << 20 else "MB/s"
+            scale = count if unit == "ops/s" else count * size / 1e6
             for r in range(rounds):
                 # Alternate who goes first so neither always runs on a warmer machine.
                 order = (ours, baseline) if r % 2 == 0 else (baseline, ours)
                 for target in order:
                     key = "ours" if target is ours else "baseline"
                     before = target.cluster.cpu_seconds()
-                    times[key].append(run_round(target, op, size, count, data))
-                    cpu[key] += target.cluster.cpu_seconds() - before
+                    rates[key].append(scale / run_round(target, op, size, count, data))
+                    cpu[key].append(target.cluster.cpu_seconds() - before)
                 if (r + 1) % 5 == 0 or r + 1 == rounds:
                     progress(f"{op} {label}: round {r + 1}/{rounds}")
-            unit = "ops/s" if size < 1 << 20 else "MB/s"
-            scale = count if unit == "ops/s" else count * size / 1e6
             name = f"{op.upper()} {label}"
             figures.append(
                 Figure(
                     name,
-                    scale / statistics.median(times["ours"]),
-                    scale / statistics.median(times["baseline"]),
+                    statistics.median(rates["ours"]),
+                    statistics.median(rates["baseline"]),
                     unit,
                     goal=goal,
+                    ci=ratio_ci(rates["ours"], rates["baseline"]),
                 )
             )
             requests = count * rounds
             figures.append(
                 Figure(
                     f"{name} server CPU",
-                    requests / max(cpu["ours"], 1e-9),
-                    requests / max(cpu["baseline"], 1e-9),
+                    requests / max(sum(cpu["ours"]), 1e-9),
+                    requests / max(sum(cpu["baseline"]), 1e-9),
                     "requests/CPU-s",
                     goal=goal,
+                    # Requests per CPU-second: the baseline's CPU over ours.
+                    ci=ratio_ci(cpu["baseline"], cpu["ours"], stat=sum),
                 )
             )
     return figures

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
+import statistics
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+#: Resamples behind every confidence interval; seeded, so a report is reproducible.
+BOOTSTRAP_RESAMPLES = 2000
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,8 @@ class Figure:
     unit: str
     #: The ratio aimed for; None for a figure kept for reference only.
     goal: float | None = None
+    #: 95% confidence interval of the ratio, where the rounds allow one.
+    ci: tuple[float, float] | None = None
 
     @property
     def ratio(self) -> float:
@@ -28,6 +37,32 @@ class Figure:
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "ratio": round(self.ratio, 4)}
+
+
+def ratio_ci(
+    num: Sequence[float],
+    den: Sequence[float],
+    stat: Callable[[Sequence[float]], float] = statistics.median,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Bootstrap interval of stat(num) / stat(den) over paired rounds.
+
+    Round i of each side ran side by side, so rounds are resampled in pairs: load that hit
+    both sides of a round moves both, and the interval shows what is left, how far one run's
+    ratio can be trusted on a shared machine.
+    """
+    if len(num) != len(den) or not num:
+        raise ValueError("paired rounds needed: one value of each side per round")
+    rng = random.Random(0)
+    n = len(num)
+    ratios = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        idx = [rng.randrange(n) for _ in range(n)]
+        d = stat([den[i] for i in idx])
+        ratios.append(stat([num[i] for i in idx]) / d if d else float("nan"))
+    ratios.sort()
+    tail = (1 - level) / 2
+    return ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]
 
 
 def write_report(out: Path, title: str, figures: list[Figure]) -> Path:
@@ -43,7 +78,11 @@ def write_report(out: Path, title: str, figures: list[Figure]) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(figures)), 4))
     names = [f.name for f in figures]
     colors = ["tab:gray" if f.met is None else "tab:blue" if f.met else "tab:red" for f in figures]
-    ax.bar(names, [f.ratio for f in figures], color=colors)
+    errors = [
+        [f.ratio - f.ci[0] if f.ci else 0 for f in figures],
+        [f.ci[1] - f.ratio if f.ci else 0 for f in figures],
+    ]
+    ax.bar(names, [f.ratio for f in figures], color=colors, yerr=errors, capsize=3)
     for i, f in enumerate(figures):
         if f.goal is not None:
             ax.hlines(f.goal, i - 0.4, i + 0.4, color="black", linestyle="--")
@@ -60,8 +99,12 @@ def print_table(figures: list[Figure]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("benchmark", "ours", "baseline", "unit", "ratio", "goal")
+    table = Table("benchmark", "ours", "baseline", "unit", "ratio", "95% CI", "goal")
     for f in figures:
         goal = "-" if f.goal is None else f"{f.goal:g} {'met' if f.met else 'MISSED'}"
-        table.add_row(f.name, f"{f.ours:.2f}", f"{f.baseline:.2f}", f.unit, f"{f.ratio:.3f}", goal)
-    Console().print(table)
+        ci = f"{f.ci[0]:.2f}-{f.ci[1]:.2f}" if f.ci else "-"
+        table.add_row(
+            f.name, f"{f.ours:.2f}", f"{f.baseline:.2f}", f.unit, f"{f.ratio:.3f}", ci, goal
+        )
+    # Logs and CI capture the table too: rich would fold it to 80 columns there.
+    Console(width=None if sys.stdout.isatty() else 132).print(table)

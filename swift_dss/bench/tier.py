@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from swift_dss.bench.report import Figure
+from swift_dss.bench.report import Figure, ratio_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "tier" / "target" / "release" / "dss-tier"
@@ -143,6 +143,7 @@ def run(out: Path, rounds: int = 5, progress: Callable[[str], None] = print) -> 
                 # The issue sets a floor for large transfers only; small random I/O through
                 # any FUSE mount pays a per-call cost the native path does not.
                 goal=0.7 if "4MiB" in name else None,
+                ci=ratio_ci(results[name]["ours"], results[name]["baseline"]),
             )
             for name, (unit, _fn) in WORKLOADS.items()
         ]
