@@ -844,6 +844,11 @@ impl Cache {
         self.update_pressure();
     }
 
+    /// The class a resident block is cached under.
+    pub fn class_of(&self, key: BlockKey) -> Option<u8> {
+        self.find(key).map(|slot| self.entries[slot as usize].class)
+    }
+
     /// Forget a block (truncate, unlink): its cached data, dirty or not, is dropped.
     pub fn discard(&mut self, key: BlockKey) {
         if let Some(slot) = self.find(key) {

@@ -259,6 +259,11 @@ pub struct Classify {
 }
 
 impl Classify {
+    /// True for a class of the size buckets: what a file's data is given by its size alone.
+    pub fn is_size_class(&self, class: u8) -> bool {
+        class != 0 && self.size.iter().any(|r| r.class == class)
+    }
+
     /// Class for unclassified file data, from the file's name and current size.
     pub fn file_class(&self, name: &str, size: u64) -> u8 {
         for rule in &self.name {

@@ -519,6 +519,13 @@ impl Core {
         }
         let bs = self.bs;
         let mut done = 0;
+        // A growing file's early blocks were cached under the size bucket the file had when
+        // they were written. A read classified by the file's size now moves them to the
+        // current bucket, as the DSS paper's ext3 reclassifies blocks "with the latest file
+        // size" on subsequent I/O. Blocks cached under any other class (a client's, a name
+        // rule's, metadata) keep it: background readers such as an auditor or rsync, whose
+        // I/O is unclassified, must not strip an object of the class its client gave it.
+        let resize = self.classify.is_size_class(class);
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
         let r = (|| -> io::Result<()> {
@@ -533,6 +540,13 @@ impl Core {
                 let key = BlockKey { file: id, index };
                 match inner.cache.read(key, class) {
                     ReadOutcome::Hit { slot } => {
+                        if resize
+                            && let Some(was) = inner.cache.class_of(key)
+                            && was != class
+                            && self.classify.is_size_class(was)
+                        {
+                            inner.cache.reclassify(key, class);
+                        }
                         let dev = u64::from(slot) * bs + within;
                         if !hits.extend(dev, at, n) {
                             done = done.max(self.ssd_read_run(inner, hits, out)?);
@@ -1543,5 +1557,37 @@ mod tests {
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         let (_core, replay) = d.open(1 << 20, Mode::Dss);
         assert_eq!(replay.restored, 0);
+    }
+
+    #[test]
+    fn reads_move_blocks_to_the_files_current_size_bucket_and_no_other_class() {
+        let d = Dirs::new("resize");
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let cached = |class: &str| {
+            let s = core.stats();
+            s.classes
+                .get(class)
+                .map_or(0, |c| (c.clean_bytes + c.dirty_bytes) / 4096)
+        };
+        // Written while the file was one block (bucket <= 4 KiB, class 11), then grown
+        // to 100 KiB (bucket <= 256 KiB, class 14).
+        let (a, _) = d.file("a");
+        core.write(&a, 11, 0, &pattern(4096, 1)).unwrap();
+        core.write(&a, 14, 4096, &pattern(96 * 1024, 2)).unwrap();
+        assert_eq!((cached("11"), cached("14")), (1, 24));
+        // A read by a name rule's class (5) is not by size: nothing moves.
+        core.read(&a, 5, 0, 4096).unwrap();
+        assert_eq!((cached("11"), cached("14")), (1, 24));
+        // A read by the current size bucket moves the early block along.
+        assert_eq!(
+            core.read(&a, 14, 0, 8192).unwrap()[..4096],
+            pattern(4096, 1)
+        );
+        assert_eq!((cached("11"), cached("14")), (0, 25));
+        // A client's class stays whatever the size-classified reader says.
+        let (b, _) = d.file("b");
+        core.write(&b, 25, 0, &pattern(8192, 3)).unwrap();
+        core.read(&b, 14, 0, 8192).unwrap();
+        assert_eq!((cached("25"), cached("14")), (2, 25));
     }
 }
