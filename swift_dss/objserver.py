@@ -206,11 +206,15 @@ class ClassifiedDiskFileReader(DiskFileReader):
     def __init__(self, fp: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(fp, *args, **kwargs)
         df = self._diskfile
-        self._fp = ClassifiedReadFile(fp, df.classes(), df.dssio_backend())
+        backend = df.dssio_backend()
+        # Where no class reaches the device (dssio none), the reads are stock Swift's.
+        self._classified = backend.carries_classes
+        if self._classified:
+            self._fp = ClassifiedReadFile(fp, df.classes(), backend)
 
     def can_zero_copy_send(self) -> bool:
         # splice() moves data without a read the class could ride on.
-        return False
+        return not self._classified and super().can_zero_copy_send()
 
 
 class ClassifiedDiskFileWriter(DiskFileWriter):
@@ -228,8 +232,15 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
         self._dssio = self._diskfile.dssio_backend()
         return self
 
+    @property
+    def carries_classes(self) -> bool:
+        """Whether the classes of the data reach the device."""
+        return (self._dssio or self._diskfile.dssio_backend()).carries_classes
+
     def write(self, chunk: bytes) -> None:
         """As Swift's write (etag, upload size, sync cadence), one dssio write per class."""
+        if not self.carries_classes:
+            return super().write(chunk)
         if not self._fd:
             raise ValueError("Writer is not open")
         self._chunks_etag.update(chunk)
@@ -287,6 +298,8 @@ class ClassifiedDiskFile(DiskFile):
 
     def reclassify(self, classes: ClassMap, size: int) -> None:
         backend = self.dssio_backend()
+        if not backend.carries_classes:
+            return
         try:
             fd = os.open(self._data_file, backend.reclassify_mode | os.O_CLOEXEC)
         except OSError as e:
@@ -335,7 +348,7 @@ class ObjectController(server.ObjectController):
         self, request: Any, device: str, obj_input: Any, writer: Any, fsize: int | None
     ) -> tuple[int, str]:
         classify = getattr(writer, "classify", None)
-        if classify is not None:
+        if classify is not None and writer.carries_classes:
             # PATH_INFO, not request.path: only a corrupt map needs a name, for its log line.
             classify(stored_classes(request.headers, self.logger, request.environ["PATH_INFO"]))
         return super()._stage_obj_data(request, device, obj_input, writer, fsize)

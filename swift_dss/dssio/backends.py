@@ -45,6 +45,9 @@ class Backend:
     name = "base"
     #: Open mode :meth:`reclassify` needs on the file it is handed.
     reclassify_mode = os.O_RDONLY
+    #: False when a class given with an I/O reaches nothing below; callers may then do the
+    #: I/O their usual way and skip working out classes.
+    carries_classes = True
 
     def __init__(self, osl: OsLayer | None = None) -> None:
         self.os = osl or OS
@@ -80,6 +83,7 @@ class NoneBackend(Backend):
     """A plain filesystem: classes live only in Swift's metadata."""
 
     name = "none"
+    carries_classes = False
 
 
 class TierBackend(Backend):

@@ -16,7 +16,8 @@ from swift.common import storage_policy, utils
 from swift.common.swob import Request
 from swift.common.utils import Timestamp
 
-from swift_dss.formats import SECTOR, ClassMap, to_sysmeta
+from swift_dss.dssio import NoneBackend
+from swift_dss.formats import SECTOR, ClassMap, from_sysmeta, to_sysmeta
 from swift_dss.objserver import ObjectController, app_factory, stored_classes
 
 DEVICE = "sda1"
@@ -456,3 +457,30 @@ def test_ssync_classifies_replicas_on_arrival(server: Server) -> None:
     ).get_response(server.app)
     assert got.body == data
     assert_covered(server.records("r1", "read", device=REPLICA), post_classes, 0, len(data))
+
+
+def test_none_backend_does_stock_data_io_and_keeps_classes_in_metadata(
+    tmpfs: Path, policies: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With dssio none no class reaches the device, so the data I/O is stock Swift's: no
+    classified reader or writer path, no reclassifying reopen; the class map still lives
+    in the object's metadata and comes back with it."""
+    (tmpfs / DEVICE).mkdir()
+    conf = {"devices": str(tmpfs), "mount_check": "false", "dssio_backend": "none"}
+    server = Server(app_factory({}, **conf), tmp_path / "unused.jsonl", tmpfs)
+
+    def refuse(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("dssio I/O on a device no class reaches")
+
+    monkeypatch.setattr(NoneBackend, "dwrite", refuse)
+    monkeypatch.setattr(NoneBackend, "dread", refuse)
+    monkeypatch.setattr(NoneBackend, "reclassify", refuse)
+    data = body(3 * SECTOR + 5)
+    cmap = ClassMap.build(14, [(1, 2, 25)])
+    assert server.request("PUT", "n1", data, **classes_of(cmap)).status_int == 201
+    resp = server.request("GET", "n1")
+    assert resp.body_bytes == data
+    assert from_sysmeta(resp.headers) == cmap
+    assert server.request("POST", "n1", **classes_of(ClassMap.build(3))).status_int == 202
+    assert from_sysmeta(server.request("HEAD", "n1").headers) == ClassMap.build(3)
+    assert server.request("GET", "n1", Range="bytes=5-20").body_bytes == data[5:21]
