@@ -313,6 +313,11 @@ class DssMiddleware:
             del env[key]
         for key, value in to_sysmeta(cmap).items():
             env[environ_key(key)] = value
+        # The classes travel on as sysmeta. The client's own headers would only ride along
+        # to every backend request, where each header costs Swift a little in every loop
+        # over the headers.
+        env.pop(ENV_OBJECT_CLASS, None)
+        env.pop(ENV_RANGE_CLASS, None)
 
     # -- PUT ----------------------------------------------------------------------------
 
