@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
+from swift_dss.deploy.object_tuning import TIER_OBJECT_OPTIONS
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices
 from swift_dss.deploy.saio import PIPELINE, ini_lines, ini_value, render_text
 
@@ -106,7 +107,8 @@ def storage_configs(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict
     replicator = {
         k: v for k, v in inv.cluster.replicator.items() if k != "sync_method"
     }  # ssync is not negotiable: it is what classifies replicas
-    object_settings = {"dssio_backend": "auto", **inv.object_server}
+    tuning = TIER_OBJECT_OPTIONS if any(d.tiered for d in node.devices) else {}
+    object_settings = {"dssio_backend": "auto", **tuning, **inv.object_server}
     return {
         "swift.conf": swift_conf(inv),
         "account-server.conf": render_text(

@@ -62,6 +62,28 @@ def test_storage_node_configs(tree: Path) -> None:
     assert "[account]" in rsyncd and "[container]" in rsyncd and "[object]" not in rsyncd
 
 
+def test_object_servers_of_tiered_nodes_write_in_large_pieces(tree: Path) -> None:
+    def options(node: str) -> configparser.SectionProxy:
+        return ini(tree / "nodes" / node / "etc" / "swift" / "object-server.conf")[
+            "app:object-server"
+        ]
+
+    assert options("store1")["network_chunk_size"] == "1048576"
+    # store4's only device is plain: Swift's own write size stays.
+    assert "network_chunk_size" not in options("store4")
+
+
+def test_operator_object_server_options_win(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["object_server"]["network_chunk_size"] = 262144
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    conf = ini(out / "nodes" / "store1" / "etc" / "swift" / "object-server.conf")
+    assert conf["app:object-server"]["network_chunk_size"] == "262144"
+
+
 def test_proxy_config_has_dss_and_the_policy(tree: Path) -> None:
     conf = ini(tree / "nodes" / "proxy1" / "etc" / "swift" / "proxy-server.conf")
     pipeline = conf["pipeline:main"]["pipeline"].split()

@@ -67,7 +67,10 @@ def test_status_reports_live_processes(cluster: Saio, pids: dict[str, int]) -> N
 def test_swift_config_is_the_clusters_own(cluster: Saio) -> None:
     conf = (cluster.dir / "proxy-server.conf").read_text()
     assert " dss " not in conf.split("pipeline = ", 1)[1].splitlines()[0]
-    assert "use = egg:swift#object" in (cluster.dir / "object-server.conf").read_text()
+    object_conf = (cluster.dir / "object-server.conf").read_text()
+    assert "use = egg:swift#object" in object_conf
+    # Plain devices: Swift's own write size.
+    assert "network_chunk_size" not in object_conf
     conn = swiftclient.Connection(cluster.auth_url, cluster.user, cluster.key)
     # The policy name comes from DIR/swift.conf, not Swift's default "Policy-0".
     assert [p["name"] for p in conn.get_capabilities()["swift"]["policies"]] == ["gold"]

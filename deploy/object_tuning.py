@@ -1,0 +1,15 @@
+"""Object-server settings for nodes whose devices are dss-tier mounts.
+
+The object server writes a PUT's body in pieces of ``network_chunk_size`` (64 KiB in
+Swift). On a tier mount each write is a round trip to the daemon, and data the tier sends
+straight to the HDD (a bypassed class, mode hdd) reaches it in pieces of that size, each
+paying a seek when other uploads interleave with it. A block-device cache has the kernel's
+I/O scheduler merge such writes; the tier sees them as the object server issues them, so
+the object server issues fewer, larger ones. 1 MiB is the largest write FUSE passes to the
+daemon in one request; the price is that much memory per upload in flight.
+"""
+
+from __future__ import annotations
+
+#: Merged under an operator's own [app:object-server] options, which win.
+TIER_OBJECT_OPTIONS: dict[str, str] = {"network_chunk_size": "1048576"}
