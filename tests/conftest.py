@@ -7,6 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis fails any example that runs longer than 200 ms: a timing threshold, which a
+# loaded machine trips. The properties here are about results, never about speed.
+settings.register_profile("dss", deadline=None)
+settings.load_profile("dss")
 
 
 @pytest.fixture(scope="session")

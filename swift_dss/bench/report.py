@@ -59,7 +59,10 @@ def ratio_ci(
     for _ in range(BOOTSTRAP_RESAMPLES):
         idx = [rng.randrange(n) for _ in range(n)]
         d = stat([den[i] for i in idx])
-        ratios.append(stat([num[i] for i in idx]) / d if d else float("nan"))
+        if d:
+            ratios.append(stat([num[i] for i in idx]) / d)
+    if not ratios:
+        return float("nan"), float("nan")
     ratios.sort()
     tail = (1 - level) / 2
     return ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]

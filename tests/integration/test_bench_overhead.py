@@ -26,10 +26,12 @@ def test_overhead_bench_writes_its_figures(tmp_path: Path) -> None:
         n for name in names for n in (name, f"{name} server CPU")
     ]
     for f in figures:
-        assert set(f) == {"name", "ours", "baseline", "ratio", "unit", "goal"}
+        assert set(f) == {"name", "ours", "baseline", "ratio", "ci", "unit", "goal"}
         assert f["goal"] == 0.97
         assert f["ours"] > 0 and f["baseline"] > 0
         assert f["ratio"] == pytest.approx(f["ours"] / f["baseline"], rel=1e-3)
+        # One round: every resample is that round, so the interval is the ratio itself.
+        assert f["ci"] == pytest.approx([f["ratio"], f["ratio"]], rel=1e-3)
     assert (tmp_path / "bench.png").stat().st_size > 0
     # Both clusters are gone afterwards: nothing of theirs is still mounted.
     mounts = Path("/proc/self/mounts").read_text().split("\n")

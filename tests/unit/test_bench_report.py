@@ -51,3 +51,10 @@ def test_report_carries_the_interval(tmp_path: Path) -> None:
     assert data[0]["ci"] == [0.9, 0.99] and data[0]["ratio"] == 0.95
     assert data[1]["ci"] is None
     assert (tmp_path / "bench.png").stat().st_size > 0
+
+
+def test_resamples_with_nothing_to_divide_by_are_left_out() -> None:
+    # CPU ticks: a round can show no CPU at all on one side.
+    assert ratio_ci([1.0, 2.0], [0.0, 2.0], stat=sum) == pytest.approx((1.0, 1.5))
+    low, high = ratio_ci([1.0], [0.0], stat=sum)
+    assert low != low and high != high  # NaN: no interval to give
