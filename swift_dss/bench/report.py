@@ -81,10 +81,15 @@ def write_report(out: Path, title: str, figures: list[Figure]) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(figures)), 4))
     names = [f.name for f in figures]
     colors = ["tab:gray" if f.met is None else "tab:blue" if f.met else "tab:red" for f in figures]
-    errors = [
-        [f.ratio - f.ci[0] if f.ci else 0 for f in figures],
-        [f.ci[1] - f.ratio if f.ci else 0 for f in figures],
-    ]
+
+    def spread(f: Figure, side: int) -> float:
+        if not f.ci or f.ci[side] != f.ci[side]:  # no interval, or NaN
+            return 0.0
+        # A point estimate may sit just outside its percentile interval (rounding, or a
+        # skewed resampling distribution): no bar then, rather than a negative one.
+        return max(0.0, f.ratio - f.ci[0] if side == 0 else f.ci[1] - f.ratio)
+
+    errors = [[spread(f, 0) for f in figures], [spread(f, 1) for f in figures]]
     ax.bar(names, [f.ratio for f in figures], color=colors, yerr=errors, capsize=3)
     for i, f in enumerate(figures):
         if f.goal is not None:

@@ -58,3 +58,12 @@ def test_resamples_with_nothing_to_divide_by_are_left_out() -> None:
     assert ratio_ci([1.0, 2.0], [0.0, 2.0], stat=sum) == pytest.approx((1.0, 1.5))
     low, high = ratio_ci([1.0], [0.0], stat=sum)
     assert low != low and high != high  # NaN: no interval to give
+
+
+def test_chart_takes_a_ratio_outside_or_without_its_interval(tmp_path: Path) -> None:
+    figures = [
+        Figure("a", 1.0, 1.0, "u", ci=(1.0000001, 1.2)),
+        Figure("b", 1.0, 2.0, "u", ci=(float("nan"), float("nan"))),
+    ]
+    write_report(tmp_path, "t", figures)
+    assert (tmp_path / "bench.png").stat().st_size > 0
