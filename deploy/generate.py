@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swift.common.utils import config_true_value
 from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.object_tuning import TIER_OBJECT_OPTIONS
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices
@@ -199,6 +200,8 @@ def tier_command(inv: Inventory, dev: Device, mountpoint: str) -> list[str]:
     for key in ("ssd_model", "hdd_model"):
         if key in opts:
             cmd += [f"--{key.replace('_', '-')}", opts[key]]
+    if config_true_value(opts.get("warm")):
+        cmd.append("--warm")
     return [*cmd, mountpoint]
 
 

@@ -84,6 +84,18 @@ def test_operator_object_server_options_win(tmp_path: Path) -> None:
     assert conf["app:object-server"]["network_chunk_size"] == "262144"
 
 
+def test_warm_tier_setting_reaches_the_mount_command(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["tier"]["warm"] = True
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    units = out / "nodes" / "store1" / "etc" / "systemd" / "system"
+    argv = shlex.split(ini(units / "dss-tier-d1.service")["Service"]["ExecStart"])
+    assert argv[-2:] == ["--warm", "/srv/node/d1"]
+
+
 def test_proxy_config_has_dss_and_the_policy(tree: Path) -> None:
     conf = ini(tree / "nodes" / "proxy1" / "etc" / "swift" / "proxy-server.conf")
     pipeline = conf["pipeline:main"]["pipeline"].split()

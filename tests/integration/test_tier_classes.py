@@ -209,3 +209,37 @@ def test_new_inodes_are_cached_not_read_from_the_hdd(make_tier: object, mode: st
     assert directory["cached_bytes"] >= n * BLOCK
     # The root directory's first lookup may miss; none of the 4n new inodes does.
     assert s["devices"]["hdd"]["read_ops"] - before < n
+
+
+def test_warm_mount_keeps_what_a_clean_unmount_left_cached(make_tier: object) -> None:  # noqa: F811
+    tier = make_tier()
+    tier.mount(cache_size="16MiB")
+    data = os.urandom(40 * BLOCK)
+    with open(tier.mnt / "hot", "wb") as f:
+        backend = get_backend("tier")
+        backend.dwrite(f.fileno(), HIGH, data)
+        backend.release(f.fileno())
+    tier.umount()
+
+    def remount_and_read(*extra: str) -> tuple[dict, dict]:
+        tier.mount(cache_size="16MiB", extra=extra)
+        before = tier.stats()
+        assert (tier.mnt / "hot").read_bytes() == data
+        after = tier.stats()
+        tier.umount()
+        return before, after
+
+    def holding_the_file(stats: dict) -> set[str]:
+        return {k for k, c in stats["classes"].items() if c.get("cached_bytes", 0) >= len(data)}
+
+    # Cold, as by default: the file is not cached, the read goes to the HDD and caches it
+    # again (under the class of an unclassified read of that size).
+    before, after = remount_and_read()
+    assert holding_the_file(before) == set()
+    assert after["devices"]["hdd"]["read_ops"] > before["devices"]["hdd"]["read_ops"]
+    (cls,) = holding_the_file(after)
+    # Warm: what the clean unmount left cached is there, and serves the read.
+    before, after = remount_and_read("--warm")
+    assert holding_the_file(before) == {cls}
+    assert after["devices"]["hdd"]["read_ops"] == before["devices"]["hdd"]["read_ops"]
+    assert "warm start" in tier.log.read_text()

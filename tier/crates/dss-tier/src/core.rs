@@ -88,6 +88,8 @@ pub struct Replay {
     pub orphaned: u32,
     pub corrupt: u32,
     pub clean_dropped: u32,
+    /// Clean blocks kept from a clean unmount (warm start).
+    pub clean_restored: u32,
     /// Dirty blocks written back because the cache geometry changed.
     pub written_back: u32,
     pub previous_clean: bool,
@@ -106,6 +108,8 @@ pub struct Quiesced<'a>(#[allow(dead_code)] MutexGuard<'a, Inner>);
 impl Core {
     /// Open the cache on the SSD directory `ssd_dir` in front of `hdd_root`: replay the
     /// journal (restoring every block whose only copy is on the SSD) and mark it in use.
+    /// With `warm`, the clean blocks of a cache that was unmounted cleanly are kept too:
+    /// the caller vouches that the HDD directory did not change while it was unmounted.
     #[allow(clippy::too_many_arguments)]
     pub fn open(
         resolved: &Resolved,
@@ -116,6 +120,7 @@ impl Core {
         hdd_root: &Path,
         ssd_model: &str,
         hdd_model: &str,
+        warm: bool,
     ) -> io::Result<(Core, Replay)> {
         let cfg = resolved.cache_config(cache_bytes);
         let bs = u64::from(resolved.block_size);
@@ -165,6 +170,14 @@ impl Core {
                 }
                 for &(slot, rec) in &l.records {
                     if !rec.is_dirty() {
+                        // A clean unmount synced the slab before it marked the journal
+                        // clean, so its clean copies are sound as long as the HDD copy did
+                        // not move on meanwhile, which only the operator can vouch for.
+                        if warm && l.header.clean && cache.restore(slot, rec.key, rec.class, false)
+                        {
+                            replay.clean_restored += 1;
+                            continue;
+                        }
                         // Clean copies are not worth the doubt after a crash: the HDD
                         // has the data.
                         replay.clean_dropped += 1;
@@ -1247,6 +1260,9 @@ mod tests {
             self.0.join("hdd")
         }
         fn open(&self, cache: u64, mode: Mode) -> (Core, Replay) {
+            self.open_warm(cache, mode, false)
+        }
+        fn open_warm(&self, cache: u64, mode: Mode, warm: bool) -> (Core, Replay) {
             let p = Policy::parse(POLICY).unwrap();
             let r = p.resolve(Some(mode));
             Core::open(
@@ -1258,6 +1274,7 @@ mod tests {
                 &self.hdd(),
                 "none",
                 "none",
+                warm,
             )
             .unwrap()
         }
@@ -1589,5 +1606,44 @@ mod tests {
         core.write(&b, 25, 0, &pattern(8192, 3)).unwrap();
         core.read(&b, 14, 0, 8192).unwrap();
         assert_eq!((cached("25"), cached("14")), (2, 25));
+    }
+
+    #[test]
+    fn a_warm_start_keeps_the_clean_blocks_of_a_clean_unmount_only() {
+        let d = Dirs::new("warm");
+        let data = pattern(10_000, 7);
+        let (f, _) = d.file("a");
+        {
+            let (core, _) = d.open(1 << 20, Mode::Dss);
+            core.write(&f, 24, 0, &data).unwrap();
+            let _held = core.shutdown().unwrap();
+        }
+        // Cold (the default): the clean copies are dropped.
+        {
+            let (core, replay) = d.open(1 << 20, Mode::Dss);
+            assert_eq!((replay.clean_restored, replay.clean_dropped), (0, 3));
+            assert_eq!(
+                core.stats().classes.get("24").map_or(0, |c| c.clean_bytes),
+                0
+            );
+            // Read back into the cache, then unmounted cleanly again.
+            assert_eq!(core.read(&f, 24, 0, 10_000).unwrap(), data);
+            let _held = core.shutdown().unwrap();
+        }
+        // Warm: kept, and served without touching the HDD.
+        {
+            let (core, replay) = d.open_warm(1 << 20, Mode::Dss, true);
+            assert!(replay.previous_clean);
+            assert_eq!((replay.clean_restored, replay.clean_dropped), (3, 0));
+            assert_eq!(core.stats().classes["24"].clean_bytes, 3 * 4096);
+            let hdd_reads = dev_ops(&core, "hdd").0;
+            assert_eq!(core.read(&f, 24, 0, 10_000).unwrap(), data);
+            assert_eq!(dev_ops(&core, "hdd").0, hdd_reads);
+            core.flush_all().unwrap();
+            // The daemon dies without unmounting: clean records, an unclean journal.
+        }
+        let (_core, replay) = d.open_warm(1 << 20, Mode::Dss, true);
+        assert!(!replay.previous_clean);
+        assert_eq!(replay.clean_restored, 0);
     }
 }

@@ -27,7 +27,9 @@ use std::time::Duration;
 
 const USAGE: &str = "usage:
   dss-tier mount --ssd DIR --hdd DIR --cache-size SIZE --policy FILE [--mode hdd|ssd|lru|dss|tiered]
-                 [--ssd-model P] [--hdd-model P] [--threads N] [--daemon] MOUNTPOINT
+                 [--ssd-model P] [--hdd-model P] [--threads N] [--warm] [--daemon] MOUNTPOINT
+                                           --warm keeps the clean blocks of a clean unmount
+                                           (only if the HDD directory did not change since)
   dss-tier stats [--json] [--content] MOUNTPOINT
   dss-tier dump [--json] MOUNTPOINT          cache content by class (and extents)
   dss-tier umount [--timeout SECONDS] MOUNTPOINT
@@ -64,6 +66,7 @@ struct MountArgs {
     ssd_model: String,
     hdd_model: String,
     threads: usize,
+    warm: bool,
     daemon: bool,
     mountpoint: PathBuf,
 }
@@ -78,6 +81,7 @@ fn parse_mount(args: &[String]) -> Result<MountArgs, String> {
         ssd_model: "none".into(),
         hdd_model: "none".into(),
         threads: 4,
+        warm: false,
         daemon: false,
         mountpoint: PathBuf::new(),
     };
@@ -99,6 +103,7 @@ fn parse_mount(args: &[String]) -> Result<MountArgs, String> {
             "--hdd-model" => m.hdd_model = val()?,
             "--threads" => m.threads = val()?.parse().map_err(|_| "bad --threads")?,
             "--daemon" => m.daemon = true,
+            "--warm" => m.warm = true,
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => positional.push(a.clone()),
         }
@@ -195,8 +200,17 @@ fn mount(args: &[String]) -> Result<(), String> {
         &hdd,
         &m.ssd_model,
         &m.hdd_model,
+        m.warm,
     )
     .map_err(|e| format!("{}: {e}", m.ssd.display()))?;
+    if replay.clean_restored > 0 {
+        eprintln!(
+            "dss-tier: warm start: {} clean blocks kept from the last clean unmount",
+            replay.clean_restored
+        );
+    } else if m.warm && !replay.previous_clean {
+        eprintln!("dss-tier: --warm: no clean unmount to start from; starting cold");
+    }
     if replay.restored + replay.orphaned + replay.corrupt + replay.written_back > 0 {
         eprintln!(
             "dss-tier: journal replayed: {} dirty blocks restored, {} written back, {} of \
