@@ -844,9 +844,9 @@ impl Cache {
         self.update_pressure();
     }
 
-    /// The class a resident block is cached under.
-    pub fn class_of(&self, key: BlockKey) -> Option<u8> {
-        self.find(key).map(|slot| self.entries[slot as usize].class)
+    /// The class the block in `slot` is cached under (a hit's slot, say).
+    pub fn class_at(&self, slot: u32) -> u8 {
+        self.entries[slot as usize].class
     }
 
     /// Forget a block (truncate, unlink): its cached data, dirty or not, is dropped.

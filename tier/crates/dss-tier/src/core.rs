@@ -553,11 +553,8 @@ impl Core {
                 let key = BlockKey { file: id, index };
                 match inner.cache.read(key, class) {
                     ReadOutcome::Hit { slot } => {
-                        if resize
-                            && let Some(was) = inner.cache.class_of(key)
-                            && was != class
-                            && self.classify.is_size_class(was)
-                        {
+                        let was = inner.cache.class_at(slot);
+                        if resize && was != class && self.classify.is_size_class(was) {
                             inner.cache.reclassify(key, class);
                         }
                         let dev = u64::from(slot) * bs + within;
