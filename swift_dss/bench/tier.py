@@ -2,7 +2,7 @@
 
 One mount (device models off, so only the software is measured) over an HDD directory;
 the baseline is that same directory without the tier. Rounds alternate between the two so
-that drift in the machine's load falls on both. Four workloads, as Swift's object servers
+that drift in the machine's load falls on both. Five workloads, as Swift's object servers
 produce them: 4 MiB sequential writes (ending with fsync, as a PUT does) and reads, and
 4 KiB random writes and reads inside one file, and the way a PUT lands a file (mkstemp in a
 temporary directory, a 4 KiB write, a rename into a hashed directory). Reads are warm on both
