@@ -1275,6 +1275,14 @@ mod tests {
             )
             .unwrap()
         }
+        /// File `name` written with class 24 by a tier in `mode`, unmounted cleanly.
+        fn written_and_unmounted(&self, name: &str, mode: Mode, data: &[u8]) -> Arc<File> {
+            let (f, _) = self.file(name);
+            let (core, _) = self.open(1 << 20, mode);
+            core.write(&f, 24, 0, data).unwrap();
+            let _held = core.shutdown().unwrap();
+            f
+        }
         fn file(&self, name: &str) -> (Arc<File>, u64) {
             let f = journal::open_rw_create(&self.hdd().join(name)).unwrap();
             let ino = f.metadata().unwrap().ino();
@@ -1507,19 +1515,13 @@ mod tests {
     fn pinned_blocks_stay_on_the_ssd_across_a_clean_unmount() {
         let d = Dirs::new("pinned");
         let data = pattern(4096, 9);
-        let (f, ino) = d.file("a");
-        {
-            let (core, _) = d.open(1 << 20, Mode::Ssd);
-            core.write(&f, 24, 0, &data).unwrap();
-            let _held = core.shutdown().unwrap();
-        }
+        let f = d.written_and_unmounted("a", Mode::Ssd, &data);
         assert_ne!(std::fs::read(d.hdd().join("a")).unwrap(), data);
         let (core, replay) = d.open(1 << 20, Mode::Ssd);
         assert!(replay.previous_clean);
         assert_eq!(replay.restored, 1);
         assert_eq!(core.read(&f, 24, 0, 4096).unwrap(), data);
         assert_eq!(core.stats().pinned_entries, 1);
-        let _ = ino;
     }
 
     #[test]
@@ -1609,12 +1611,7 @@ mod tests {
     fn a_warm_start_keeps_the_clean_blocks_of_a_clean_unmount_only() {
         let d = Dirs::new("warm");
         let data = pattern(10_000, 7);
-        let (f, _) = d.file("a");
-        {
-            let (core, _) = d.open(1 << 20, Mode::Dss);
-            core.write(&f, 24, 0, &data).unwrap();
-            let _held = core.shutdown().unwrap();
-        }
+        let f = d.written_and_unmounted("a", Mode::Dss, &data);
         // Cold (the default): the clean copies are dropped.
         {
             let (core, replay) = d.open(1 << 20, Mode::Dss);
