@@ -6,7 +6,10 @@
         --host http://127.0.0.1:8080 --headless -u 20 -r 20 -t 1m --csv run/locust
 
 Environment: DSS_WORKLOAD (a shipped name or a YAML path), DSS_SCALE (object sizes),
-DSS_PROTOCOL (swift or s3), DSS_USER / DSS_KEY (default the all-in-one's), DSS_SEED.
+DSS_PROTOCOL (swift or s3), DSS_USER / DSS_KEY (default the all-in-one's), DSS_SEED,
+DSS_REQUESTS (stop the run after that many object requests, counted over all users of
+the process: a run bounded by work, so that a slow machine does the same run later
+rather than a shorter one; `-t` still caps the time).
 
 Locust has no phases with barriers, so the phases' object operations become weighted
 tasks: each op weighs the requests the workload gives it (count, or 1 per mix weight for
@@ -24,7 +27,11 @@ import os
 import random
 from dataclasses import dataclass
 
-from locust import FastHttpUser, between, task
+import gevent
+import locust.stats
+from locust import FastHttpUser, between, events, task
+from locust.env import Environment
+from locust.runners import STATE_CLEANUP, STATE_STOPPED, STATE_STOPPING
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Plan
 from swift_dss.loadgen.protocols import S3, Credentials, Swift
@@ -39,7 +46,20 @@ CREDS = Credentials(
     os.environ.get("DSS_USER", Credentials.user), os.environ.get("DSS_KEY", Credentials.key)
 )
 PAYLOAD = PayloadSource(WORKLOAD.seed)
+
+
+def _request_limit(text: str | None) -> int | None:
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise SystemExit(f"DSS_REQUESTS must be a positive whole number, not {text!r}")
+    return int(text)
+
+
+REQUEST_LIMIT = _request_limit(os.environ.get("DSS_REQUESTS"))
 _user_ids = itertools.count()
+_requests_sent = itertools.count(1)
+_STOPPING = (STATE_CLEANUP, STATE_STOPPING, STATE_STOPPED)
 
 
 def op_weights(w: Workload) -> dict[str, float]:
@@ -67,6 +87,15 @@ class Obj:
     size: int
     container: str
     name: str
+
+
+@events.test_stop.add_listener
+def _let_the_csv_catch_up(environment: Environment, **_kwargs: object) -> None:
+    # Locust rewrites its --csv files once a second and closes them at exit without a
+    # last write, so a run's final second would be missing from them.
+    options = environment.parsed_options
+    if options is not None and getattr(options, "csv_prefix", None):
+        gevent.sleep(locust.stats.CSV_STATS_INTERVAL_SEC + 0.25)
 
 
 class WorkloadUser(FastHttpUser):
@@ -98,6 +127,13 @@ class WorkloadUser(FastHttpUser):
 
     @task
     def step(self) -> None:
+        if REQUEST_LIMIT is not None and next(_requests_sent) > REQUEST_LIMIT:
+            runner = self.environment.runner
+            if runner is not None and runner.state not in _STOPPING:
+                # Quitting kills every user's greenlet, this one included, so it runs apart.
+                gevent.spawn(runner.quit)
+            self.wait()
+            return
         op = self.ops[min(len(self.ops) - 1, _bisect(self.cum, self.rng.random() * self.cum[-1]))]
         if op == "put" or not self.objects:
             self._put()
