@@ -10,7 +10,7 @@ APT_PACKAGES := memcached fuse3 libfuse3-dev pkg-config rsync sqlite3 curl \
 	libcurl4-openssl-dev libssl-dev
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: setup tier run demo test lint unit integration tier-test bench clean
+.PHONY: setup tier run demo test lint unit integration tier-test properties bench clean
 
 setup: $(STAMP_APT) $(STAMP_PY) tier
 
@@ -48,8 +48,26 @@ lint: setup
 	$(CARGO) fmt --manifest-path tier/Cargo.toml --all --check
 	$(CARGO) clippy --quiet --release --manifest-path tier/Cargo.toml --all-targets -- -D warnings
 
+# `make test` checks the engine's properties on one fixed draw of cases, so that its
+# verdict is the code's and not the draw's; `make properties` draws fresh ones.
+PROPERTY_SEED ?= 1121
+PROPERTY_RUNS ?= 20
+PROPERTY_TESTS := tests/unit/test_formats.py tests/unit/test_class_policy.py \
+	tests/unit/test_classifier.py
+
 tier-test: setup
-	$(CARGO) test --release --manifest-path tier/Cargo.toml
+	PROPTEST_RNG_SEED=$(PROPERTY_SEED) $(CARGO) test --release --manifest-path tier/Cargo.toml
+
+# Property tests on fresh random cases: PROPERTY_RUNS draws of the engine's (512 cases
+# each), and the Python properties with 2,000 examples each. A failure prints the case;
+# proptest also keeps it under tier/crates/dss-engine/proptest-regressions/.
+properties: setup
+	@for i in $$(seq $(PROPERTY_RUNS)); do \
+		echo "engine properties, draw $$i of $(PROPERTY_RUNS)"; \
+		$(CARGO) test --quiet --release --manifest-path tier/Cargo.toml -p dss-engine \
+			--test props || exit 1; \
+	done
+	$(VENV)/bin/pytest -q --hypothesis-profile explore $(PROPERTY_TESTS)
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit
