@@ -72,6 +72,8 @@ pub struct Core {
     /// Files that have an anchor (read without the engine lock, for link counts).
     anchored: Mutex<HashSet<u64>>,
     bs: u64,
+    /// The slab's size: the journal follows it on the modelled SSD.
+    slab_bytes: u64,
     t0: Instant,
     mode: String,
     policy_name: String,
@@ -229,6 +231,7 @@ impl Core {
             anchors,
             anchored: Mutex::new(keep),
             bs,
+            slab_bytes: u64::from(cfg.entries) * bs,
             t0: Instant::now(),
             mode: resolved.mode.to_string(),
             policy_name: policy_name.to_string(),
@@ -407,11 +410,14 @@ impl Core {
     /// Remove the anchors of files with no dirty blocks left, once the journal saying so
     /// is durable (an anchor removed first could let the inode number be reused while a
     /// stale record still names it).
-    fn gc(&self, inner: &mut Inner) -> io::Result<()> {
+    /// Returns the modelled completion of the journal's sync.
+    fn gc(&self, inner: &mut Inner) -> io::Result<u64> {
         if inner.unanchor.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
-        inner.journal.sync()?;
+        let start = self.now();
+        let runs = inner.journal.sync()?;
+        let done = self.charge_journal(&mut inner.ssd, &runs, start);
         let mut a = self.anchored.lock().unwrap();
         for id in std::mem::take(&mut inner.unanchor) {
             if !inner.dirty_count.contains_key(&id) && a.remove(&id) {
@@ -419,7 +425,28 @@ impl Core {
                 inner.files.remove(&id);
             }
         }
-        Ok(())
+        Ok(done)
+    }
+
+    /// Charge the journal pages a sync begun at `start` made durable to the SSD, which
+    /// holds the journal: as writes after the slab's last byte when the SSD is modelled
+    /// (returns their completion), as one write of the sync's measured time otherwise.
+    /// The pages are charged when synced, not each time a request rewrites them: the
+    /// kernel's page cache absorbs the rewrites in between, as it would for any file.
+    fn charge_journal(&self, ssd: &mut Device, runs: &[(u64, u64)], start: u64) -> u64 {
+        let bytes: u64 = runs.iter().map(|&(_, len)| len).sum();
+        if bytes == 0 {
+            return 0;
+        }
+        if matches!(ssd.model(), Model::None) {
+            ssd.record(Op::Write, bytes, start, self.now());
+            return 0;
+        }
+        let after_slab = self.slab_bytes;
+        runs.iter()
+            .map(|&(off, len)| ssd.submit(start, Op::Write, after_slab + off, len))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Charge a metadata update or lookup through the cache (no data moves: the HDD
@@ -900,10 +927,17 @@ impl Core {
     /// fsync: the file's blocks on the SSD and their journal records are made durable
     /// (no write-back); the HDD file is synced too if it was written directly.
     pub fn sync_file(&self, id: u64, file: &File, datasync: bool) -> io::Result<()> {
-        let hdd = self.inner.lock().unwrap().hdd_dirty.remove(&id);
+        let (hdd, journal_pages) = {
+            let mut g = self.inner.lock().unwrap();
+            (g.hdd_dirty.remove(&id), g.journal.take_unsynced())
+        };
         let r = (|| {
             self.store.sync_data()?;
+            let start = self.now();
             self.journal_file.sync_data()?;
+            let mut g = self.inner.lock().unwrap();
+            let done = self.charge_journal(&mut g.ssd, &journal_pages, start);
+            drop(g);
             if hdd {
                 if datasync {
                     file.sync_data()?;
@@ -911,6 +945,7 @@ impl Core {
                     file.sync_all()?;
                 }
             }
+            self.wait_until(done);
             Ok(())
         })();
         if r.is_err() && hdd {
@@ -975,8 +1010,7 @@ impl Core {
         };
         if victims.is_empty() {
             inner.victims = victims;
-            let r = self.gc(inner);
-            return r.map(|()| (0, 0));
+            return self.gc(inner).map(|t| (0, t));
         }
         let mut results = Vec::with_capacity(victims.len());
         let mut touched: Vec<Arc<File>> = Vec::new();
@@ -998,11 +1032,11 @@ impl Core {
         let n = victims.len();
         inner.victims = victims;
         self.commit(inner, None)?;
-        self.gc(inner)?;
+        let journalled = self.gc(inner)?;
         match first_err {
             Some(e) => Err(e),
             None if !synced => Err(io::Error::other("sync after write-back failed")),
-            None => Ok((n, t)),
+            None => Ok((n, t.max(journalled))),
         }
     }
 
@@ -1260,6 +1294,9 @@ mod tests {
             self.open_warm(cache, mode, false)
         }
         fn open_warm(&self, cache: u64, mode: Mode, warm: bool) -> (Core, Replay) {
+            self.open_models(cache, mode, warm, "none")
+        }
+        fn open_models(&self, cache: u64, mode: Mode, warm: bool, ssd: &str) -> (Core, Replay) {
             let p = Policy::parse(POLICY).unwrap();
             let r = p.resolve(Some(mode));
             Core::open(
@@ -1269,7 +1306,7 @@ mod tests {
                 cache,
                 &self.ssd(),
                 &self.hdd(),
-                "none",
+                ssd,
                 "none",
                 warm,
             )
@@ -1300,6 +1337,35 @@ mod tests {
         (0..n)
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
             .collect()
+    }
+
+    fn ssd_writes(core: &Core) -> (u64, u64) {
+        let s = &core.stats().devices["ssd"];
+        (s.write_ops, s.write_bytes)
+    }
+
+    #[test]
+    fn an_fsync_charges_the_journal_pages_it_makes_durable_to_the_ssd_model() {
+        let d = Dirs::new("journal-charge");
+        let (core, _) = d.open_models(1 << 20, Mode::Dss, false, "intel710");
+        let (f, ino) = d.file("a");
+        core.write(&f, 24, 0, &pattern(4096, 3)).unwrap();
+        let written = ssd_writes(&core);
+        core.sync_file(ino, &f, false).unwrap();
+        let synced = ssd_writes(&core);
+        // The block's dirty record sits in the journal's first page.
+        assert_eq!(synced, (written.0 + 1, written.1 + 4096));
+        // Nothing new in the journal: a second fsync makes nothing more durable.
+        core.sync_file(ino, &f, false).unwrap();
+        assert_eq!(ssd_writes(&core), synced);
+        // Rewrites between two syncs are charged once, when the sync makes them durable.
+        for round in 0..3 {
+            core.write(&f, 24 + round, 4096, &pattern(4096, round))
+                .unwrap();
+        }
+        let before = ssd_writes(&core);
+        core.sync_file(ino, &f, false).unwrap();
+        assert_eq!(ssd_writes(&core), (before.0 + 1, before.1 + 4096));
     }
 
     #[test]

@@ -225,16 +225,57 @@ pub fn load(file: &File) -> io::Result<Option<Result<Loaded, String>>> {
     })))
 }
 
-/// The live journal of a mounted tier: an in-memory image of the table plus the pages
-/// that differ from the file.
+/// A set of journal pages, listed once each in the order they joined.
+struct PageSet {
+    list: Vec<u32>,
+    member: Vec<bool>,
+}
+
+impl PageSet {
+    fn new(pages: usize) -> PageSet {
+        PageSet {
+            list: Vec::new(),
+            member: vec![false; pages],
+        }
+    }
+
+    fn insert(&mut self, page: u32) {
+        if !self.member[page as usize] {
+            self.member[page as usize] = true;
+            self.list.push(page);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Empty the set, as runs of adjacent pages (first page, pages) in page order.
+    fn take_runs(&mut self) -> Vec<(u32, u32)> {
+        self.list.sort_unstable();
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for &p in &self.list {
+            self.member[p as usize] = false;
+            match runs.last_mut() {
+                Some((first, n)) if *first + *n == p => *n += 1,
+                _ => runs.push((p, 1)),
+            }
+        }
+        self.list.clear();
+        runs
+    }
+}
+
+/// The live journal of a mounted tier: an in-memory image of the table, the pages that
+/// differ from the file, and the pages written to the file since its last sync.
 pub struct Journal {
     file: File,
     header: Header,
     image: Vec<u8>,
     /// The image decoded, so that reading a slot's record costs no checksum.
     records: Vec<Record>,
-    dirty_pages: Vec<u32>,
-    page_dirty: Vec<bool>,
+    dirty: PageSet,
+    unsynced: PageSet,
 }
 
 impl Journal {
@@ -254,8 +295,8 @@ impl Journal {
             },
             image: vec![0u8; size],
             records: vec![Record::EMPTY; entries as usize],
-            dirty_pages: Vec::new(),
-            page_dirty: vec![false; pages],
+            dirty: PageSet::new(pages),
+            unsynced: PageSet::new(pages),
         };
         j.write_header()?;
         j.file.sync_all()?;
@@ -278,8 +319,8 @@ impl Journal {
             header: loaded.header,
             image,
             records,
-            dirty_pages: Vec::new(),
-            page_dirty: vec![false; size.div_ceil(PAGE)],
+            dirty: PageSet::new(size.div_ceil(PAGE)),
+            unsynced: PageSet::new(size.div_ceil(PAGE)),
         })
     }
 
@@ -301,42 +342,56 @@ impl Journal {
         self.records[slot as usize] = rec;
         let o = slot as usize * RECORD;
         self.image[o..o + RECORD].copy_from_slice(&rec.encode());
-        let page = o / PAGE;
-        if !self.page_dirty[page] {
-            self.page_dirty[page] = true;
-            self.dirty_pages.push(page as u32);
-        }
+        self.dirty.insert((o / PAGE) as u32);
     }
 
     /// Write the staged pages to the file (not yet durable). Adjacent pages go in one
     /// write.
     pub fn write_out(&mut self) -> io::Result<()> {
-        if self.dirty_pages.is_empty() {
+        if self.dirty.is_empty() {
             return Ok(());
         }
-        self.dirty_pages.sort_unstable();
-        let mut i = 0;
-        while i < self.dirty_pages.len() {
-            let mut j = i + 1;
-            while j < self.dirty_pages.len() && self.dirty_pages[j] == self.dirty_pages[j - 1] + 1 {
-                j += 1;
+        let runs = self.dirty.take_runs();
+        for (i, &(first, n)) in runs.iter().enumerate() {
+            let (start, end) = self.span(first, n);
+            if let Err(e) = self
+                .file
+                .write_all_at(&self.image[start..end], HEADER + start as u64)
+            {
+                // Still to be written: rewriting a page that did reach the file is harmless.
+                for &(first, n) in &runs[i..] {
+                    (first..first + n).for_each(|p| self.dirty.insert(p));
+                }
+                return Err(e);
             }
-            let start = self.dirty_pages[i] as usize * PAGE;
-            let end = ((self.dirty_pages[j - 1] as usize + 1) * PAGE).min(self.image.len());
-            self.file
-                .write_all_at(&self.image[start..end], HEADER + start as u64)?;
-            i = j;
+            (first..first + n).for_each(|p| self.unsynced.insert(p));
         }
-        for &p in &self.dirty_pages {
-            self.page_dirty[p as usize] = false;
-        }
-        self.dirty_pages.clear();
         Ok(())
     }
 
-    pub fn sync(&mut self) -> io::Result<()> {
+    /// Bytes `start..end` of the table held by `n` pages from page `first`.
+    fn span(&self, first: u32, n: u32) -> (usize, usize) {
+        let start = first as usize * PAGE;
+        (start, ((first + n) as usize * PAGE).min(self.image.len()))
+    }
+
+    /// The pages written to the file since the last call, as runs of (file offset,
+    /// bytes): what the next sync of the file makes durable, for the SSD model.
+    pub fn take_unsynced(&mut self) -> Vec<(u64, u64)> {
+        let runs = self.unsynced.take_runs();
+        runs.into_iter()
+            .map(|(first, n)| {
+                let (start, end) = self.span(first, n);
+                (HEADER + start as u64, (end - start) as u64)
+            })
+            .collect()
+    }
+
+    /// Write out and sync; returns what the sync made durable (`take_unsynced`).
+    pub fn sync(&mut self) -> io::Result<Vec<(u64, u64)>> {
         self.write_out()?;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        Ok(self.take_unsynced())
     }
 
     fn write_header(&self) -> io::Result<()> {
@@ -436,6 +491,30 @@ mod tests {
                 clean: true
             }
         );
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn a_sync_reports_each_page_written_since_the_last_once_in_runs() {
+        let p = tmp("unsynced");
+        // 1,000 records of 32 bytes: pages 0-6 whole, page 7 holds the last 3,328 bytes.
+        let mut j = Journal::create(open(&p), 4096, 1000).unwrap();
+        let page = |n: u64| HEADER + n * PAGE as u64;
+        j.set(0, &rec(1, 0, Durable::Dirty));
+        j.set(300, &rec(1, 1, Durable::Dirty));
+        assert_eq!(j.take_unsynced(), vec![], "staged is not yet written");
+        j.write_out().unwrap();
+        assert_eq!(j.take_unsynced(), vec![(page(0), 4096), (page(2), 4096)]);
+        assert_eq!(j.take_unsynced(), vec![]);
+        j.set(130, &rec(1, 2, Durable::Dirty));
+        j.write_out().unwrap();
+        j.set(1, &rec(1, 3, Durable::Dirty));
+        j.write_out().unwrap();
+        j.set(999, &rec(1, 4, Durable::Dirty));
+        j.write_out().unwrap();
+        assert_eq!(j.take_unsynced(), vec![(page(0), 8192), (page(7), 3328)]);
+        j.set(2, &rec(1, 5, Durable::Dirty));
+        assert_eq!(j.sync().unwrap(), vec![(page(0), 4096)]);
         let _ = std::fs::remove_file(&p);
     }
 
