@@ -21,7 +21,7 @@ from typing import Any
 
 from swift.common.utils import config_true_value
 from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
-from swift_dss.deploy.object_tuning import TIER_OBJECT_OPTIONS
+from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices
 from swift_dss.deploy.saio import PIPELINE, ini_lines, ini_value, render_text
 
@@ -108,8 +108,8 @@ def storage_configs(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict
     replicator = {
         k: v for k, v in inv.cluster.replicator.items() if k != "sync_method"
     }  # ssync is not negotiable: it is what classifies replicas
-    tuning = TIER_OBJECT_OPTIONS if any(d.tiered for d in node.devices) else {}
-    object_settings = {"dssio_backend": "auto", **tuning, **inv.object_server}
+    tiered = any(d.tiered for d in node.devices)
+    object_settings = {"dssio_backend": "auto", **object_options(inv.object_server, tiered)}
     return {
         "swift.conf": swift_conf(inv),
         "account-server.conf": render_text(

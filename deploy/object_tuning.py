@@ -11,5 +11,13 @@ daemon in one request; the price is that much memory per upload in flight.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 #: Merged under an operator's own [app:object-server] options, which win.
 TIER_OBJECT_OPTIONS: dict[str, str] = {"network_chunk_size": "1048576"}
+
+
+def object_options(own: Mapping[str, str], tiered: bool) -> dict[str, str]:
+    """A node's object-server options: the operator's ``own``, over the tier settings when
+    the node's devices are tier mounts."""
+    return {**(TIER_OBJECT_OPTIONS if tiered else {}), **own}

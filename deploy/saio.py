@@ -33,7 +33,7 @@ from typing import Any
 
 from swift_dss.deploy import swiftrun
 from swift_dss.deploy.cluster_config import ClusterConfig
-from swift_dss.deploy.object_tuning import TIER_OBJECT_OPTIONS
+from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.probes import free_ports, http, port_in_use, tcp_answers
 from swift_dss.deploy.process_cluster import ProcessCluster
 from swift_dss.deploy.processes import read_proc as read_proc
@@ -544,9 +544,7 @@ class Saio(ProcessCluster):
             "user": current_user(),
             "workers": cfg.workers,
         }
-        object_settings = dict(cfg.object_options)
-        if cfg.tier_mode is not None:
-            object_settings = {**TIER_OBJECT_OPTIONS, **object_settings}
+        object_settings = object_options(cfg.object_options, tiered=cfg.tier_mode is not None)
         if cfg.dss:
             object_settings = {"dssio_backend": cfg.dssio_backend, **object_settings}
         pipeline = PIPELINE if cfg.dss else PIPELINE.replace(" dss ", " ")
