@@ -45,7 +45,7 @@ BENCHES = {
         15,
     ),
     "loadgen": Bench(
-        "swift_dss.loadgen.bench:run", "requests per client CPU-second: ours / other", 3
+        "swift_dss.bench.loadgen:run", "requests per client CPU-second: ours / other", 3
     ),
 }
 

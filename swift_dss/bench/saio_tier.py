@@ -5,7 +5,7 @@ Both clusters run the dss pipeline and object server with dssio on `auto`, so th
 difference is the device: ours is a dss-tier mount in mode ssd (every class pinned on the
 SSD directory, device models off, so no class is ever bypassed or written back and the
 figure is the tier's data path alone), the baseline a directory on a tmpfs. Both object
-servers get the settings tier nodes get (deploy/object_tuning.py). Both clusters are up at
+servers get the settings tier nodes get (swift_dss/deploy/object_tuning.py). Both clusters are up at
 once and the rounds alternate between them, as in `dss bench overhead`.
 """
 

@@ -61,7 +61,7 @@ def _spec(name: str, ioc_type: int, table: Mapping[str, object]) -> IoctlSpec:
 def load_ioctls(path: str | Path | None = None) -> dict[str, IoctlSpec]:
     """Every ioctl the contract defines, by section name (``set_class``, ``reclassify``)."""
     if path is None:
-        text = resources.files(__package__).joinpath("ioctl.toml").read_text("utf-8")
+        text = resources.files("swift_dss.formats").joinpath("ioctl.toml").read_text("utf-8")
     else:
         text = Path(path).read_text("utf-8")
     doc = tomllib.loads(text)

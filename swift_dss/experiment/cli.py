@@ -85,7 +85,7 @@ def experiment() -> None:
     default="default",
     show_default=True,
     help="policy variants run beside dss at the largest cache: default (dss-readcut), "
-    "all (every shipped policies/dss-*.toml), none, or a comma list of names",
+    "all (every shipped swift_dss/policies/dss-*.toml), none, or a comma list of names",
 )
 def caching(
     out: Path,

@@ -62,7 +62,7 @@ def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
     missing = [f for f in TIER_FIELDS if f not in SaioConfig.__dataclass_fields__]
     if missing:
         raise ExperimentError(
-            f"this deploy/saio.py has no {', '.join(missing)}: the all-in-one cluster "
+            f"this swift_dss/deploy/saio.py has no {', '.join(missing)}: the all-in-one cluster "
             "cannot set the tier's cache size, policy and device models yet"
         )
     settings: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Tiered-mode policies for the traffic study, written from policies/reference.toml with
+"""Tiered-mode policies for the traffic study, written from swift_dss/policies/reference.toml with
 only the `tier` of the stream classes changed, so that everything else (metadata on the
 SSD, the classification rules) is the reference policy's."""
 

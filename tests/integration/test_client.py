@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from boto3.s3.transfer import TransferConfig
 from click.testing import CliRunner
-from swift_dss.client.api import DssClient, DssRequestError
-from swift_dss.client.s3 import attach_classes, dss_s3_client
 
 from swift_dss.cli import main
+from swift_dss.client.api import DssClient, DssRequestError
+from swift_dss.client.s3 import attach_classes, dss_s3_client
 from swift_dss.formats import ClassMap
 
 pytestmark = pytest.mark.integration

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+
 from swift_dss.deploy.bad_inputs import BadInput
 from swift_dss.deploy.deploy_cli import deploy
 from swift_dss.deploy.local_cluster import LocalCluster
@@ -28,7 +29,6 @@ from swift_dss.deploy.reliability import (
     reliability,
 )
 from swift_dss.deploy.saio import mount_type, read_proc
-
 from swift_dss.dssio.detect import TIER_FSTYPE
 
 from .test_bad_input import CASES

@@ -11,10 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from swift.common.ring import RingData
+
 from swift_dss.deploy.deploy_cli import deploy
 from swift_dss.deploy.inventory import InventoryError, load_inventory, parse_inventory
 
-EXAMPLE = Path(__file__).parents[2] / "deploy" / "inventory.example.yaml"
+EXAMPLE = Path(__file__).parents[2] / "swift_dss" / "deploy" / "inventory.example.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from swift_dss.deploy.saio import mount_type
 
+from swift_dss.deploy.saio import mount_type
 from swift_dss.experiment.cli import experiment
 from swift_dss.experiment.summary import FIG7_KEYS
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.protocols import Credentials
 from swift_dss.loadgen.workload import load

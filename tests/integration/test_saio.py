@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import swiftclient
 from click.testing import CliRunner
-from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, read_proc
 
 from swift_dss.cli import main
+from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, read_proc
 
 from .helpers import s3_client
 

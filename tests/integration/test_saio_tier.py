@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from swift_dss.deploy import saio as saio_module
-from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, mount_type, size_bytes
-from swift_dss.policies import load_policy
 
 from swift_dss.cli import main
+from swift_dss.deploy import saio as saio_module
+from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, mount_type, size_bytes
 from swift_dss.dssio import TIER_FSTYPE
+from swift_dss.policies import load_policy
 
 from .helpers import Swift, byte_classes, payload, recorded
 

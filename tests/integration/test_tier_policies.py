@@ -1,4 +1,4 @@
-"""The policies beyond the paper (policies/dss-slru.toml, dss-readcut.toml,
+"""The policies beyond the paper (swift_dss/policies/dss-slru.toml, dss-readcut.toml,
 dss-slru-readcut.toml, slru.toml, dss-secondmiss.toml, dss-clockpro.toml) on a real mount:
 `dss-tier mount --policy` takes each, data goes through intact, and the read-allocation rule
 is visible in the stats."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from swift_dss.policies import policy_path
 
 from swift_dss.dssio import get_backend
+from swift_dss.policies import policy_path
 from tests.integration.tier_helpers import (  # noqa: F401
     Tier,
     class_stats,

@@ -17,8 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "tier" / "target" / "release" / "dss-tier"
-REFERENCE = ROOT / "policies" / "reference.toml"
-LRU = ROOT / "policies" / "lru.toml"
+REFERENCE = ROOT / "swift_dss" / "policies" / "reference.toml"
+LRU = ROOT / "swift_dss" / "policies" / "lru.toml"
 
 
 def _unusable() -> str | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swift_dss.client.classifier import Classifier, ClassifierConfigError
 from swift_dss.client.sizes import format_size, parse_size
 from swift_dss.policies import available, load_policy, policy_path

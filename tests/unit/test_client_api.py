@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from swift_dss.client.api import CHUNK, DssClient, DssError, DssRequestError
 
+from swift_dss.client.api import CHUNK, DssClient, DssError, DssRequestError
 from swift_dss.formats import (
     ClassError,
     ClassMap,

@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 import boto3
 import pytest
 from boto3.s3.transfer import TransferConfig
-from swift_dss.client.s3 import OPERATIONS, attach_classes, dss_s3_client, s3_config
 
+from swift_dss.client.s3 import OPERATIONS, attach_classes, dss_s3_client, s3_config
 from swift_dss.formats import ClassMap
 from tests.unit.serving import serving
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+from swift_dss.cli import main
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.localserver import LocalServer
 from swift_dss.loadgen.workload import Workload, parse
-
-from swift_dss.cli import main
 
 KIB = 1024
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from swift_dss.loadgen.localserver import LocalServer
 
-LOCUSTFILE = Path(__file__).parents[2] / "loadgen" / "locustfile.py"
+LOCUSTFILE = Path(__file__).parents[2] / "swift_dss" / "loadgen" / "locustfile.py"
 
 
 def _locust(tmp_path: Path, url: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
+
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.protocols import S3
 from swift_dss.loadgen.stats import Recorder

@@ -6,6 +6,7 @@ import collections
 import random
 
 import pytest
+
 from swift_dss.loadgen.plan import Plan
 from swift_dss.loadgen.workload import WorkloadError, load, parse, shipped
 

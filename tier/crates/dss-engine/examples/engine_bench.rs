@@ -138,28 +138,37 @@ fn rates(ops: u64, start: Instant, cpu0: f64) -> (f64, f64) {
 
 /// The policies measured, by the names the experiment selects them with.
 const POLICIES: [(&str, &str); 8] = [
-    ("dss", include_str!("../../../../policies/reference.toml")),
-    ("lru", include_str!("../../../../policies/lru.toml")),
+    (
+        "dss",
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/reference.toml")),
+    ),
+    (
+        "lru",
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/lru.toml")),
+    ),
     (
         "dss-slru",
-        include_str!("../../../../policies/dss-slru.toml"),
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-slru.toml")),
     ),
     (
         "dss-readcut",
-        include_str!("../../../../policies/dss-readcut.toml"),
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-readcut.toml")),
     ),
     (
         "dss-slru-readcut",
-        include_str!("../../../../policies/dss-slru-readcut.toml"),
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-slru-readcut.toml")),
     ),
-    ("slru", include_str!("../../../../policies/slru.toml")),
+    (
+        "slru",
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/slru.toml")),
+    ),
     (
         "dss-secondmiss",
-        include_str!("../../../../policies/dss-secondmiss.toml"),
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-secondmiss.toml")),
     ),
     (
         "dss-clockpro",
-        include_str!("../../../../policies/dss-clockpro.toml"),
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-clockpro.toml")),
     ),
 ];
 

@@ -3,14 +3,16 @@
 use dss_engine::cache::Config;
 use dss_engine::{BaseList, BlockKey, Cache, Mode, Placement, Policy, ReadAllocate, WriteOutcome};
 
-const REFERENCE: &str = include_str!("../../../../policies/reference.toml");
-const LRU: &str = include_str!("../../../../policies/lru.toml");
-const DSS_SLRU: &str = include_str!("../../../../policies/dss-slru.toml");
-const DSS_READCUT: &str = include_str!("../../../../policies/dss-readcut.toml");
-const DSS_SLRU_READCUT: &str = include_str!("../../../../policies/dss-slru-readcut.toml");
-const SLRU: &str = include_str!("../../../../policies/slru.toml");
-const DSS_SECONDMISS: &str = include_str!("../../../../policies/dss-secondmiss.toml");
-const DSS_CLOCKPRO: &str = include_str!("../../../../policies/dss-clockpro.toml");
+const REFERENCE: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/reference.toml"));
+const LRU: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/lru.toml"));
+const DSS_SLRU: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-slru.toml"));
+const DSS_READCUT: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-readcut.toml"));
+const DSS_SLRU_READCUT: &str =
+    include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-slru-readcut.toml"));
+const SLRU: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/slru.toml"));
+const DSS_SECONDMISS: &str =
+    include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-secondmiss.toml"));
+const DSS_CLOCKPRO: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-clockpro.toml"));
 
 #[test]
 fn reference_is_table_ii() {

@@ -1272,7 +1272,7 @@ mod tests {
     use dss_engine::{Mode, Policy};
     use std::path::PathBuf;
 
-    const POLICY: &str = include_str!("../../../../policies/reference.toml");
+    const POLICY: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/reference.toml"));
 
     struct Dirs(PathBuf);
 

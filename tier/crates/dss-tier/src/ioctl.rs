@@ -1,9 +1,9 @@
-//! The class ioctls, decoded from swift_dss/dssio/ioctl.toml: the one definition the
+//! The class ioctls, decoded from swift_dss/formats/ioctl.toml: the one definition the
 //! Python side reads too, compiled in so the two cannot drift apart unnoticed.
 
 use serde::Deserialize;
 
-const CONTRACT: &str = include_str!("../../../../swift_dss/dssio/ioctl.toml");
+const CONTRACT: &str = include_str!(env!("DSS_IOCTL_CONTRACT"));
 
 #[derive(Deserialize)]
 struct Request {

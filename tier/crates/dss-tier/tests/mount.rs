@@ -7,10 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dss-tier");
-const POLICY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../policies/reference.toml"
-);
+const POLICY: &str = concat!(env!("DSS_POLICIES_DIR"), "/reference.toml");
 
 fn fuse_available() -> bool {
     Path::new("/dev/fuse").exists()

@@ -10,9 +10,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 import click
+
 from swift_dss.client.classes import class_headers, parse_classes
 from swift_dss.client.sizes import parse_size
-
 from swift_dss.formats import (
     ClassError,
     ClassMap,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pycurl
 from hdrh.histogram import HdrHistogram
+
 from swift_dss.loadgen.payload import BodyChecker, PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Protocol, Wire

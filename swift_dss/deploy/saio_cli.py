@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
 from swift_dss.deploy.saio import (
     DEFAULT_CACHE_SIZE,
@@ -72,7 +73,7 @@ def saio() -> None:
     "--policy",
     default="reference",
     show_default=True,
-    help="Tier policy: a name in policies/ or a file.",
+    help="Tier policy: a name in swift_dss/policies/ or a file.",
 )
 @click.option(
     "--ssd-model",

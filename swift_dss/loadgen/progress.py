@@ -6,6 +6,7 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from swift_dss.loadgen.workload import Workload
 
 

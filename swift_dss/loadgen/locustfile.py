@@ -32,6 +32,7 @@ import locust.stats
 from locust import FastHttpUser, between, events, task
 from locust.env import Environment
 from locust.runners import STATE_CLEANUP, STATE_STOPPED, STATE_STOPPING
+
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Plan
 from swift_dss.loadgen.protocols import S3, Credentials, Swift

@@ -1,6 +1,6 @@
 """Workload files: object types with shares, size distributions and classes; ordered phases.
 
-A workload is YAML (see loadgen/workloads/*.yaml and docs/loadgen.md)::
+A workload is YAML (see swift_dss/loadgen/workloads/*.yaml and docs/loadgen.md)::
 
     name: paper
     seed: 1
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from swift_dss.client.sizes import format_size, parse_size
 
+from swift_dss.client.sizes import format_size, parse_size
 from swift_dss.formats import check_class
 
 #: Operations a phase may issue. create/delete_containers touch containers, the rest objects.

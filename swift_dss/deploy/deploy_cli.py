@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
 from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
 from swift_dss.deploy.generate import generate as generate_tree
 from swift_dss.deploy.inventory import InventoryError, load_inventory

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
 from swift_dss.client.sizes import format_size, parse_size
 from swift_dss.loadgen.engine import Engine, EngineOptions
 from swift_dss.loadgen.payload import PayloadSource

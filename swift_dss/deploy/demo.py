@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import click
+
 from swift_dss.deploy.cli_common import dir_option, one_line_errors
 from swift_dss.deploy.saio import Saio, SaioConfig, SaioError
 from swift_dss.deploy.saio_cli import DEFAULT_DIR, describe

@@ -39,9 +39,8 @@ from swift_dss.deploy.process_cluster import ProcessCluster
 from swift_dss.deploy.processes import read_proc as read_proc
 from swift_dss.deploy.processes import runs
 from swift_dss.deploy.rings import build_rings
-from swift_dss.policies import policy_path
-
 from swift_dss.dssio.detect import TIER_FSTYPE
+from swift_dss.policies import policy_path
 
 STATE_FILE = "saio.json"
 SWIFT_SERVERS = ("account", "container", "object", "proxy")
@@ -76,7 +75,7 @@ class SaioConfig(ClusterConfig):
     #: The SSD cache of each device. Mode ssd pins everything on the SSD, so there the
     #: default is the whole backing tmpfs (devices_size) unless another size is set.
     tier_cache_size: str = DEFAULT_CACHE_SIZE
-    #: A policy shipped in policies/ by name, or a policy file's path.
+    #: A policy shipped in swift_dss/policies/ by name, or a policy file's path.
     tier_policy: str = "reference"
     tier_ssd_model: str = "none"
     tier_hdd_model: str = "none"
@@ -156,7 +155,7 @@ def ini_lines(options: dict[str, str]) -> str:
 
 
 def render_text(template: str, values: dict[str, object]) -> str:
-    """The template deploy/templates/TEMPLATE with its ${names} replaced by VALUES."""
+    """The template swift_dss/deploy/templates/TEMPLATE with its ${names} replaced by VALUES."""
     text = files("swift_dss.deploy").joinpath("templates", template).read_text()
     return Template(text).substitute({k: str(v) for k, v in values.items()})
 

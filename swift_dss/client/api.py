@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, TypeVar
 
 import requests
-from swift_dss.client.classes import Classes, as_classmap, class_file, class_headers
-from swift_dss.client.classes import classes_from_headers as _classes_from_headers
 from swiftclient.client import Connection
 from swiftclient.exceptions import ClientException
 
+from swift_dss.client.classes import Classes, as_classmap, class_file, class_headers
+from swift_dss.client.classes import classes_from_headers as _classes_from_headers
 from swift_dss.formats import CLASS_FILE, OBJECT_FILE, ClassMap
 
 DEFAULT_AUTH_URL = "http://127.0.0.1:8080/auth/v1.0"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
 from swift_dss.deploy.process_cluster import ProcessCluster
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -70,7 +70,6 @@ from swift_dss.deploy.saio import (
     tier_stats,
     wait_tier_mounted,
 )
-
 from swift_dss.dssio.detect import TIER_FSTYPE
 
 STATE_FILE = "local-cluster.json"

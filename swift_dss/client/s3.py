@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import boto3
 from botocore.config import Config
-from swift_dss.client.classes import Classes, as_classmap, class_headers
 
+from swift_dss.client.classes import Classes, as_classmap, class_headers
 from swift_dss.formats import OBJECT_CLASS, ClassMap
 
 #: The S3 operations that carry classes.

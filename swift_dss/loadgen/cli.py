@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+
 from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
@@ -108,6 +109,7 @@ def run(
     out: Path,
 ) -> None:
     from rich.console import Console
+
     from swift_dss.loadgen import report, runner
     from swift_dss.loadgen.progress import RunProgress
     from swift_dss.loadgen.workload import WorkloadError, load
@@ -208,6 +210,7 @@ def sweep_cmd(
     out: Path,
 ) -> None:
     from rich.console import Console
+
     from swift_dss.client.sizes import parse_size
     from swift_dss.loadgen.sweep import SweepConfig, parse_list, sweep, table
 
@@ -277,6 +280,7 @@ def cache_study_cmd(
     out: Path,
 ) -> None:
     from rich.console import Console
+
     from swift_dss.client.sizes import parse_size
     from swift_dss.loadgen.cache_study import StudyConfig, read_trace, study, synthetic_trace
     from swift_dss.loadgen.protocols import connect

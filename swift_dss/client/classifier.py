@@ -1,7 +1,7 @@
 """General-purpose client-side classification: a class for a file from its type and size.
 
-The schemes are data, in a policy file (policies/classifier.toml by default); see that file
-for the format. Two kinds exist: ``type`` (a category per file type, large objects apart)
+The schemes are data, in a policy file (swift_dss/policies/classifier.toml by default); see
+that file for the format. Two kinds exist: ``type`` (a category per file type, large objects apart)
 and ``size`` (file-size buckets).
 """
 
@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from swift_dss.client.sizes import format_size, parse_size
-from swift_dss.policies import load_policy, policy_path
-
 from swift_dss.formats import ClassError, check_class
+from swift_dss.policies import load_policy, policy_path
 
 DEFAULT_POLICY = "classifier"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from swift.common.utils import config_true_value
+
 from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices

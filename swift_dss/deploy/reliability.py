@@ -19,10 +19,10 @@ from typing import Any
 
 import click
 import requests
+
 from swift_dss.deploy.bad_inputs import BadInput, corpus, mutations
 from swift_dss.deploy.deploy_cli import tier_mode_option
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
-
 from swift_dss.formats import ClassMap, classmap_from_headers, classmap_to_headers, from_sysmeta
 
 ALLOWED = (0, *range(11, 32))
