@@ -1,7 +1,7 @@
 """``dss bench loadgen``: requests per client CPU-second for small objects, three clients
 against the same local endpoint in one run.
 
-- ours: this engine (one process, CurlMulti, ``CONCURRENCY`` transfers);
+- ours: this driver (one process, CurlMulti, ``CONCURRENCY`` transfers);
 - Locust: FastHttpUser (geventhttpclient), ``CONCURRENCY`` users, headless;
 - a plain loop: ``CONCURRENCY`` threads, each with a keep-alive http.client connection.
 
@@ -43,7 +43,7 @@ def _cpu() -> float:
 
 
 def client_ours(url: str, op: str, n: int) -> dict[str, float]:
-    from swift_dss.loadgen.engine import Engine, EngineOptions
+    from swift_dss.loadgen.driver import Driver, DriverOptions
     from swift_dss.loadgen.payload import PayloadSource
     from swift_dss.loadgen.plan import Request
     from swift_dss.loadgen.protocols import Swift
@@ -51,15 +51,15 @@ def client_ours(url: str, op: str, n: int) -> dict[str, float]:
 
     proto = Swift(f"{url}/v1/AUTH_test", "AUTH_tk_local")
     rec = Recorder(time.time())
-    engine = Engine(proto, PayloadSource(1), rec, EngineOptions(CONCURRENCY, 30))
+    driver = Driver(proto, PayloadSource(1), rec, DriverOptions(CONCURRENCY, 30))
     reqs = (
         Request(i, "b", op, "o", None, SIZE, None, "bench", f"obj/{op[0]}{i % 256}", i + 1000)
         for i in range(n)
     )
     cpu0 = _cpu()
-    engine.run("b", reqs)
+    driver.run("b", reqs)
     cpu = _cpu() - cpu0
-    engine.close()
+    driver.close()
     cells = list(rec.cells.values())
     return {"requests": sum(c.ops for c in cells), "failures": sum(c.failures for c in cells),
             "cpu_s": cpu}  # fmt: skip

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from swift_dss.client.sizes import format_size, parse_size
 from swift_dss.formats import ClassError, check_class
 from swift_dss.policies import load_policy, policy_path
+from swift_dss.sizes import format_size, parse_size
 
 DEFAULT_POLICY = "classifier"
 

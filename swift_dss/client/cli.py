@@ -12,7 +12,6 @@ from typing import Any, BinaryIO
 import click
 
 from swift_dss.client.classes import class_headers, parse_classes
-from swift_dss.client.sizes import parse_size
 from swift_dss.formats import (
     ClassError,
     ClassMap,
@@ -26,6 +25,7 @@ from swift_dss.formats import (
     parse_range_class,
     read_classfile,
 )
+from swift_dss.sizes import parse_size
 
 CLASS = click.IntRange(0, 255)
 FORMAT_NAMES = {

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swift_dss.client.sizes import format_size
-from swift_dss.loadgen.engine import Engine, EngineOptions
+from swift_dss.loadgen.driver import Driver, DriverOptions
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Protocol
 from swift_dss.loadgen.report import write_csv
+from swift_dss.sizes import format_size
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def read_trace(path: Path) -> tuple[dict[int, int], list[Access]]:
 
 
 class _Latencies:
-    """A recorder for the engine that keeps each request's latency (one batch at a time)."""
+    """A recorder for the driver that keeps each request's latency (one batch at a time)."""
 
     def __init__(self) -> None:
         self.cells: dict = {}
@@ -117,11 +117,11 @@ class ChunkStore:
         self.cfg = cfg
         self.sizes = sizes
         self.lat = _Latencies()
-        self.engine = Engine(proto, PayloadSource(cfg.seed), self.lat,  # type: ignore[arg-type]
-                             EngineOptions(cfg.parallelism, cfg.timeout))  # fmt: skip
+        self.driver = Driver(proto, PayloadSource(cfg.seed), self.lat,  # type: ignore[arg-type]
+                             DriverOptions(cfg.parallelism, cfg.timeout))  # fmt: skip
 
     def close(self) -> None:
-        self.engine.close()
+        self.driver.close()
 
     def _req(self, op: str, role: str, cs: int, f: int, c: int) -> Request:
         size = min(cs, self.sizes[f] - c * cs)
@@ -131,7 +131,7 @@ class ChunkStore:
 
     def batch(self, reqs: Iterable[Request]) -> list[tuple[str, str, float, int]]:
         self.lat.batch = []
-        self.engine.run("cache", iter(list(reqs)))
+        self.driver.run("cache", iter(list(reqs)))
         return self.lat.batch
 
     def setup(self) -> None:

@@ -211,8 +211,8 @@ def sweep_cmd(
 ) -> None:
     from rich.console import Console
 
-    from swift_dss.client.sizes import parse_size
     from swift_dss.loadgen.sweep import SweepConfig, parse_list, sweep, table
+    from swift_dss.sizes import parse_size
 
     console = Console(stderr=True)
     try:
@@ -281,10 +281,10 @@ def cache_study_cmd(
 ) -> None:
     from rich.console import Console
 
-    from swift_dss.client.sizes import parse_size
     from swift_dss.loadgen.cache_study import StudyConfig, read_trace, study, synthetic_trace
     from swift_dss.loadgen.protocols import connect
     from swift_dss.loadgen.sweep import parse_list
+    from swift_dss.sizes import parse_size
 
     console = Console(stderr=True)
     try:

@@ -3,7 +3,7 @@
 With ``processes`` > 1 every process walks the same plan (see plan.py), owns a share of the
 objects and runs ``concurrency / processes`` transfers; a barrier starts each phase in all
 processes together, and the parent merges their histograms. Client CPU is measured per
-phase with getrusage, which together with the engine's loop statistics feeds the guard
+phase with getrusage, which together with the driver's loop statistics feeds the guard
 that warns when the client rather than the server is the bottleneck.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swift_dss.loadgen.engine import Engine, EngineOptions
+from swift_dss.loadgen.driver import Driver, DriverOptions
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Plan
 from swift_dss.loadgen.protocols import Credentials, Protocol, connect, from_json
@@ -54,14 +54,14 @@ def work(
     plan = Plan(workload, worker, workers)
     recorder = Recorder(t0)
     concurrency = max(1, math.ceil(workload.concurrency / workers))
-    opts = EngineOptions(concurrency=concurrency, timeout=workload.timeout, verify=verify)
+    opts = DriverOptions(concurrency=concurrency, timeout=workload.timeout, verify=verify)
     current = [0]
 
-    def engine_tick(phase: str, done: int, failed: int, nbytes: int, seconds: float) -> None:
+    def driver_tick(phase: str, done: int, failed: int, nbytes: int, seconds: float) -> None:
         if tick is not None:
             tick(current[0], phase, done, failed, nbytes, seconds)
 
-    engine = Engine(protocol, PayloadSource(workload.seed), recorder, opts, engine_tick)
+    driver = Driver(protocol, PayloadSource(workload.seed), recorder, opts, driver_tick)
     phases = []
     try:
         for i, phase in enumerate(workload.phases):
@@ -71,18 +71,18 @@ def work(
             cpu0 = process_cpu_s()
             deadline = None if phase.duration is None else time.perf_counter() + phase.duration
             rate = None if phase.rate is None else phase.rate / workers
-            start, end = engine.run(phase.name, plan.requests(i), deadline, rate)
+            start, end = driver.run(phase.name, plan.requests(i), deadline, rate)
             recorder.phase_window(phase.name, start, end)
             phases.append(
                 {"name": phase.name, "cpu_s": process_cpu_s() - cpu0, "wall_s": end - start}
             )
     finally:
-        engine.close()
-    lat = engine.loop.lateness
+        driver.close()
+    lat = driver.loop.lateness
     return {
         "recorder": recorder.to_json(),
         "phases": phases,
-        "loop_busy_pct": engine.loop.busy_pct,
+        "loop_busy_pct": driver.loop.busy_pct,
         "lateness_p99_ms": lat.get_value_at_percentile(99) / 1000 if lat.get_total_count() else 0,
     }
 

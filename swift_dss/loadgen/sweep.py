@@ -1,6 +1,6 @@
 """``dss loadgen sweep``: parallelism x object size x PUT/GET, after Hou et al. section IV.
 
-Each cell (op, size, parallelism) runs on one engine with ``parallelism`` transfers in
+Each cell (op, size, parallelism) runs on one driver with ``parallelism`` transfers in
 flight: a warm-up (not recorded) on the same connections, then ``repetitions`` measured
 runs, each bounded by a byte budget and a time cap. GET cells read the objects the PUT
 cells of the same size wrote (or, without PUT, objects written first). Reported per cell:
@@ -21,13 +21,13 @@ from typing import Any
 
 import psutil
 
-from swift_dss.client.sizes import format_size, parse_size
-from swift_dss.loadgen.engine import Engine, EngineOptions
+from swift_dss.loadgen.driver import Driver, DriverOptions
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Credentials, Protocol, connect
 from swift_dss.loadgen.report import write_csv
 from swift_dss.loadgen.stats import Recorder, process_cpu_s
+from swift_dss.sizes import format_size, parse_size
 
 DEFAULT_PARALLELISM = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SIZES = ("1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB", "4MiB", "16MiB")
@@ -90,7 +90,7 @@ def run_sweep(
     payload = PayloadSource(cfg.seed)
     rows: list[dict[str, Any]] = []
     top = max(cfg.parallelism)
-    setup = Engine(proto, payload, Recorder(time.time()), EngineOptions(top, cfg.timeout))
+    setup = Driver(proto, payload, Recorder(time.time()), DriverOptions(top, cfg.timeout))
     try:
         setup.run("setup", iter([Request(0, "setup", "create_container", None, None, 0, None,
                                          cfg.container, None, -1)]))  # fmt: skip
@@ -125,21 +125,21 @@ def _measure(
 ) -> dict[str, Any]:
     n = _requests(cfg, p, cell.size)
     scratch = Recorder(time.time())
-    engine = Engine(proto, payload, scratch, EngineOptions(p, cfg.timeout))
+    driver = Driver(proto, payload, scratch, DriverOptions(p, cfg.timeout))
     runs = []
     try:
         # Warm-up: open the connections (and, for GET, touch the objects) unrecorded. PUTs
         # write new objects from where the last cell stopped; GETs cycle over what exists.
         start = cell.written if op == "put" else 0
         if cfg.warmup:
-            engine.run("warmup", cell.stream("warmup", op, cfg.cls, cfg.warmup * p, start))
+            driver.run("warmup", cell.stream("warmup", op, cfg.cls, cfg.warmup * p, start))
             start += cfg.warmup * p
         for _rep in range(cfg.repetitions):
-            rec = engine.recorder = Recorder(time.time())
+            rec = driver.recorder = Recorder(time.time())
             cpu0, sys0 = process_cpu_s(), psutil.cpu_times()
             t0 = time.perf_counter()
             deadline = t0 + cfg.time_cap
-            s, e = engine.run("m", cell.stream("m", op, cfg.cls, n, start), deadline)
+            s, e = driver.run("m", cell.stream("m", op, cfg.cls, n, start), deadline)
             wall = time.perf_counter() - t0
             cpu, sys1 = process_cpu_s() - cpu0, psutil.cpu_times()
             busy = sum(sys1) - sum(sys0) - (sys1.idle - sys0.idle) - (sys1.iowait - sys0.iowait)
@@ -166,7 +166,7 @@ def _measure(
                 }
             )
     finally:
-        engine.close()
+        driver.close()
 
     def mean(k: str) -> float:
         return round(statistics.fmean(r[k] for r in runs), 4)

@@ -39,8 +39,8 @@ from typing import Any
 
 import yaml
 
-from swift_dss.client.sizes import format_size, parse_size
 from swift_dss.formats import check_class
+from swift_dss.sizes import format_size, parse_size
 
 #: Operations a phase may issue. create/delete_containers touch containers, the rest objects.
 OBJECT_OPS = ("put", "get", "head", "delete")

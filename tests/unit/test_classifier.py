@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from swift_dss.client.classifier import Classifier, ClassifierConfigError
-from swift_dss.client.sizes import format_size, parse_size
 from swift_dss.policies import available, load_policy, policy_path
+from swift_dss.sizes import format_size, parse_size
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 

@@ -1,4 +1,4 @@
-"""The request engine: one pycurl CurlMulti driving up to ``concurrency`` transfers at once.
+"""The request driver: one pycurl CurlMulti driving up to ``concurrency`` transfers at once.
 
 Each transfer streams: PUT bodies come from a READFUNCTION over the reproducible payload,
 GET bodies go to a WRITEFUNCTION that counts (or checks) them. Every request has a total
@@ -37,7 +37,7 @@ Tick = Callable[[str, int, int, int, float], None]  # phase, done, failures, byt
 
 
 @dataclass
-class EngineOptions:
+class DriverOptions:
     concurrency: int = 16
     timeout: float = 60.0
     connect_timeout: float = 10.0
@@ -77,13 +77,13 @@ class _Slot:
         self.sink: _Counter | BodyChecker | None = None
 
 
-class Engine:
+class Driver:
     def __init__(
         self,
         protocol: Protocol,
         payload: PayloadSource,
         recorder: Recorder,
-        options: EngineOptions,
+        options: DriverOptions,
         tick: Tick | None = None,
     ) -> None:
         self.protocol = protocol

@@ -1,4 +1,4 @@
-"""The engine against a local HTTP server: failure accounting, reproducibility, processes."""
+"""The request driver on a local HTTP server: failures, reproducibility, processes."""
 
 from __future__ import annotations
 
