@@ -97,9 +97,8 @@ from swift_dss.formats import (
     read_classfile,
     to_sysmeta,
 )
-from swift_dss.formats.headers import parse_number
-from swift_dss.formats.limits import CLASS_SPACE
 from swift_dss.formats.sysmeta import ENVIRON_PREFIX, PREFIX, environ_key
+from swift_dss.settable_classes import SettableClasses, format_class_set
 
 #: Class headers in the user-metadata form, for S3 clients that can only set metadata.
 META_OBJECT_CLASS = "X-Object-Meta-Dss-Object-Class"
@@ -129,71 +128,6 @@ _ENV_CLASS_HEADERS = (
     ENV_META_OBJECT_CLASS,
     ENV_META_RANGE_CLASS,
 )
-
-
-def parse_class_set(text: str, max_class: int = CLASS_SPACE - 1) -> frozenset[int]:
-    """``"0,11-14,24-31"`` -> the set of those classes."""
-    classes: set[int] = set()
-    for item in list_from_csv(text):
-        low, sep, high = item.partition("-")
-        lo = parse_number(low, "class")
-        hi = parse_number(high, "class") if sep else lo
-        if lo > hi or hi > max_class:
-            raise ValueError(f"class range {item!r} is not within 0-{max_class}")
-        classes.update(range(lo, hi + 1))
-    return frozenset(classes)
-
-
-def format_class_set(classes: Iterable[int]) -> str:
-    """The inverse of :func:`parse_class_set`, with runs collapsed."""
-    out: list[str] = []
-    run: list[int] = []
-    for c in sorted(classes):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
-        run = [c]
-    if run:
-        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
-    return ",".join(out)
-
-
-class ClassPolicy:
-    """Which classes a request may set: per account, per role, never the reserved ones."""
-
-    def __init__(self, conf: Mapping[str, str], limits: Limits) -> None:
-        top = limits.max_class
-        self.reserved = parse_class_set(conf.get("reserved_classes", "1-10"), top)
-        self.default = parse_class_set(conf.get("allowed_classes", f"0-{top}"), top)
-        self.accounts: dict[str, frozenset[int]] = {}
-        self.roles: dict[str, frozenset[int]] = {}
-        for key, value in conf.items():
-            if key.startswith("account_allowed_classes_"):
-                self.accounts[key[len("account_allowed_classes_") :]] = parse_class_set(value, top)
-            elif key.startswith("role_allowed_classes_"):
-                self.roles[key[len("role_allowed_classes_") :]] = parse_class_set(value, top)
-        # What an account allows before any role adds to it: when a request's classes are
-        # all in here, which is nearly always, its roles need not be looked at.
-        self._base = {a: self._settable(s) for a, s in self.accounts.items()}
-        self._default_base = self._settable(self.default)
-
-    def _settable(self, classes: Iterable[int]) -> frozenset[int]:
-        return frozenset((set(classes) | {0}) - self.reserved)
-
-    def permits_without_roles(self, classes: set[int], account: str) -> bool:
-        """True when ``account`` may set ``classes`` whatever roles the caller has."""
-        return classes <= self._base.get(account, self._default_base)
-
-    def allowed(self, account: str, roles: Iterable[str]) -> frozenset[int]:
-        allowed = set(self.accounts.get(account, self.default))
-        for role in roles:
-            allowed |= self.roles.get(role, frozenset())
-        return self._settable(allowed)
-
-    def refused(self, cmap: ClassMap, account: str, roles: Iterable[str]) -> set[int]:
-        return cmap.classes() - self.allowed(account, roles)
 
 
 def _roles(env: Mapping[str, object]) -> set[str]:
@@ -247,7 +181,7 @@ class DssMiddleware:
         self.conf = conf
         self.logger = logger or get_logger(dict(conf), log_route="dss")
         self.limits = Limits.from_conf(conf)
-        self.policy = ClassPolicy(conf, self.limits)
+        self.settable = SettableClasses(conf, self.limits)
         self.preserve_headers = [
             h.lower() for h in list_from_csv(conf.get("preserve_headers", DEFAULT_PRESERVE_HEADERS))
         ]
@@ -296,9 +230,9 @@ class DssMiddleware:
 
     def _authorize(self, req: Request, account: str, cmap: ClassMap) -> None:
         account = wsgi_to_str(account)
-        if self.policy.permits_without_roles(cmap.classes(), account):
+        if self.settable.permits_without_roles(cmap.classes(), account):
             return
-        refused = self.policy.refused(cmap, account, _roles(req.environ))
+        refused = self.settable.refused(cmap, account, _roles(req.environ))
         if refused:
             raise HTTPForbidden(
                 body=f"class {format_class_set(refused)} may not be set by this client\n",
@@ -510,7 +444,7 @@ def filter_factory(global_conf: Mapping[str, str], **local_conf: str) -> object:
     conf = dict(global_conf)
     conf.update(local_conf)
     limits = Limits.from_conf(conf)
-    policy = ClassPolicy(conf, limits)
+    settable = SettableClasses(conf, limits)
     register_swift_info(
         "dss",
         headers=[OBJECT_CLASS, RANGE_CLASS, OBJECT_FILE, CLASS_FILE],
@@ -520,8 +454,8 @@ def filter_factory(global_conf: Mapping[str, str], **local_conf: str) -> object:
         max_ranges=limits.max_ranges,
         max_class_section=limits.max_class_section,
         max_header_length=limits.max_header_length,
-        settable_classes=format_class_set(policy.allowed("", ())),
-        reserved_classes=format_class_set(policy.reserved),
+        settable_classes=format_class_set(settable.allowed("", ())),
+        reserved_classes=format_class_set(settable.reserved),
     )
 
     def dss_filter(app: object) -> DssMiddleware:

@@ -210,7 +210,7 @@ class ClassifiedDiskFileReader(DiskFileReader):
         # Where no class reaches the device (dssio none), the reads are stock Swift's.
         self._classified = backend.carries_classes
         if self._classified:
-            self._fp = ClassifiedReadFile(fp, df.classes(), backend)
+            self._fp = ClassifiedReadFile(fp, df.class_map(), backend)
 
     def can_zero_copy_send(self) -> bool:
         # splice() moves data without a read the class could ride on.
@@ -221,7 +221,7 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._classes = UNCLASSIFIED
-        self._dssio: dssio.Backend | None = None
+        self._backend: dssio.Backend | None = None
 
     def classify(self, classes: ClassMap | None) -> None:
         """Classes of the data to come, by byte offset in the object."""
@@ -229,13 +229,13 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
 
     def open(self) -> ClassifiedDiskFileWriter:
         super().open()
-        self._dssio = self._diskfile.dssio_backend()
+        self._backend = self._diskfile.dssio_backend()
         return self
 
     @property
     def carries_classes(self) -> bool:
         """Whether the classes of the data reach the device."""
-        return (self._dssio or self._diskfile.dssio_backend()).carries_classes
+        return (self._backend or self._diskfile.dssio_backend()).carries_classes
 
     def write(self, chunk: bytes) -> None:
         """As Swift's write (etag, upload size, sync cadence), one dssio write per class."""
@@ -261,13 +261,13 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
 
     def _write_all(self, cls: int, piece: bytes | memoryview) -> None:
         while piece:
-            written = self._dssio.dwrite(self._fd, cls, piece)
+            written = self._backend.dwrite(self._fd, cls, piece)
             self._upload_size += written
             piece = piece[written:]
 
     def close(self) -> None:
-        if self._fd and self._dssio is not None:
-            self._dssio.release(self._fd)
+        if self._fd and self._backend is not None:
+            self._backend.release(self._fd)
         super().close()
 
 
@@ -278,7 +278,7 @@ class ClassifiedDiskFile(DiskFile):
     def dssio_backend(self) -> dssio.Backend:
         return self.manager.dssio.for_device(self._device_path)
 
-    def classes(self) -> ClassMap:
+    def class_map(self) -> ClassMap:
         """The stored class map of the opened object (a POST's .meta already merged)."""
         return stored_classes(self.get_metadata(), self._logger, self._datadir) or UNCLASSIFIED
 

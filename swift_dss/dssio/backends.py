@@ -14,9 +14,14 @@ import threading
 from swift_dss.dssio.detect import backend_name_for_dev
 from swift_dss.dssio.ioctls import RECLASSIFY, SET_CLASS
 from swift_dss.dssio.oslayer import OS, BytesLike, OsLayer
+from swift_dss.formats import check_class
+from swift_dss.formats.limits import CLASS_SPACE
 
-#: Classes are one byte on every path to the device.
-MAX_CLASS = 255
+#: Classes are one byte on every path to the device, so dssio takes the whole class space
+#: whatever narrower limits the proxy puts on what clients send.
+MAX_CLASS = CLASS_SPACE - 1
+# Names the value in check_class's error, which is a ClassError and so a ValueError.
+_WHAT = "dssio class"
 # Kernel reclassification rewrites stored bytes in pieces of this size.
 _REWRITE_CHUNK = 1 << 20
 
@@ -33,12 +38,6 @@ class DssioError(RuntimeError):
         self.errno = errno
 
 
-def check_class(cls: int) -> int:
-    if not isinstance(cls, int) or isinstance(cls, bool) or not 0 <= cls <= MAX_CLASS:
-        raise ValueError(f"dssio class must be an integer 0-{MAX_CLASS}, got {cls!r}")
-    return cls
-
-
 class Backend:
     """Plain I/O; subclasses add how the class reaches the device."""
 
@@ -53,24 +52,24 @@ class Backend:
         self.os = osl or OS
 
     def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         return self.os.write(fd, data)
 
     def dread(self, fd: int, cls: int, size: int) -> bytes:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         return self.os.read(fd, size)
 
     def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         return self.os.pwrite(fd, data, offset)
 
     def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         return self.os.pread(fd, size, offset)
 
     def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
         """Give stored bytes ``[offset, offset + length)`` class ``cls``; data is unchanged."""
-        check_class(cls)
+        check_class(cls, what=_WHAT)
 
     def release(self, fd: int) -> None:
         """Forget per-handle state; call before closing ``fd`` (fd numbers are reused)."""
@@ -108,7 +107,7 @@ class TierBackend(Backend):
             ) from e
 
     def set_class(self, fd: int, cls: int) -> None:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         if self._handle_class.get(fd) == cls:
             return
         # Forget first: after a failure the handle's class is unknown.
@@ -135,7 +134,7 @@ class TierBackend(Backend):
 
     def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
         """``length`` 0 means to the end of the file, as in the ioctl contract."""
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         if offset < 0 or length < 0:
             raise ValueError(f"reclassify range {offset}+{length} is negative")
         payload = RECLASSIFY.pack({"offset": offset, "length": length, "class": cls})
@@ -177,31 +176,31 @@ class KernelBackend(Backend):
             )
 
     def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
-        tag = bytes([check_class(cls)])
+        tag = bytes([check_class(cls, what=_WHAT)])
         self.classify_handle(fd)
         return self.os.writev(fd, [tag, data])
 
     def dread(self, fd: int, cls: int, size: int) -> bytes:
-        tag = bytearray([check_class(cls)])
+        tag = bytearray([check_class(cls, what=_WHAT)])
         self.classify_handle(fd)
         buf = bytearray(size)
         n = self.os.readv(fd, [tag, buf])
         return bytes(buf[:n])
 
     def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
-        tag = bytes([check_class(cls)])
+        tag = bytes([check_class(cls, what=_WHAT)])
         self.classify_handle(fd)
         return self.os.pwritev(fd, [tag, data], offset)
 
     def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
-        tag = bytearray([check_class(cls)])
+        tag = bytearray([check_class(cls, what=_WHAT)])
         self.classify_handle(fd)
         buf = bytearray(size)
         n = self.os.preadv(fd, [tag, buf], offset)
         return bytes(buf[:n])
 
     def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         end = offset + length
         pos = offset
         while pos < end:
@@ -284,7 +283,7 @@ class RecordBackend(Backend):
         return self.os.lseek(fd, 0, os.SEEK_CUR)
 
     def dwrite(self, fd: int, cls: int, data: BytesLike) -> int:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         inner = self.inner_for(fd)
         offset = self._position(fd)
         n = inner.dwrite(fd, cls, data)
@@ -292,7 +291,7 @@ class RecordBackend(Backend):
         return n
 
     def dread(self, fd: int, cls: int, size: int) -> bytes:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         inner = self.inner_for(fd)
         offset = self._position(fd)
         data = inner.dread(fd, cls, size)
@@ -300,21 +299,21 @@ class RecordBackend(Backend):
         return data
 
     def pdwrite(self, fd: int, cls: int, data: BytesLike, offset: int) -> int:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         inner = self.inner_for(fd)
         n = inner.pdwrite(fd, cls, data, offset)
         self._record(fd, "write", offset, n, cls, inner)
         return n
 
     def pdread(self, fd: int, cls: int, size: int, offset: int) -> bytes:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         inner = self.inner_for(fd)
         data = inner.pdread(fd, cls, size, offset)
         self._record(fd, "read", offset, len(data), cls, inner)
         return data
 
     def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
-        check_class(cls)
+        check_class(cls, what=_WHAT)
         inner = self.inner_for(fd)
         inner.reclassify(fd, offset, length, cls)
         self._record(fd, "reclassify", offset, length, cls, inner)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from swift_dss.formats.classmap import ClassMap, ClassRange
+from swift_dss.formats.classmap import ClassMap, ClassRange, check_class
 from swift_dss.formats.errors import ClassError, ClassLimitError
 from swift_dss.formats.limits import DEFAULT_LIMITS, MAX_SECTORS, Limits
 
@@ -56,10 +56,7 @@ def _read_exactly(read: Callable[[int], bytes], n: int, what: str) -> bytes:
 
 
 def _class_value(raw: bytes, limits: Limits) -> int:
-    value = int.from_bytes(raw, "little")
-    if value > limits.max_class:
-        raise ClassError(f"class file class {value} outside 0-{limits.max_class}")
-    return value
+    return check_class(int.from_bytes(raw, "little"), limits, "class file class")
 
 
 def read_classfile(

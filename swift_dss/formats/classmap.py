@@ -28,9 +28,17 @@ class ClassRange(NamedTuple):
         return self.offset + self.length
 
 
-def check_class(value: int, limits: Limits = DEFAULT_LIMITS) -> int:
+def check_class(value: object, limits: Limits = DEFAULT_LIMITS, what: str = "class") -> int:
+    """``value`` if it is a class within ``limits``, else :class:`ClassError`.
+
+    The default limits span the whole one-byte class space. ``what`` names the value in the
+    error, so that the message says where the class came from.
+    """
+    # bool is an int to Python, but True is no class.
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ClassError(f"{what} must be an integer 0-{limits.max_class}, got {value!r}")
     if not 0 <= value <= limits.max_class:
-        raise ClassError(f"class {value} outside 0-{limits.max_class}")
+        raise ClassError(f"{what} {value} outside 0-{limits.max_class}")
     return value
 
 

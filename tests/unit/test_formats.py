@@ -19,6 +19,7 @@ from swift_dss.formats import (
     ClassRange,
     Limits,
     Version,
+    check_class,
     classmap_from_headers,
     classmap_to_headers,
     encode_blocks,
@@ -213,6 +214,19 @@ def test_wide_class_values_within_the_space() -> None:
         parse_classfile(encode_object(256, 2))
     with pytest.raises(ClassError, match="range"):
         parse_classfile(encode_ranges([(0, 1, 1)]) + b"data", size=0)
+
+
+def test_one_class_check_names_where_the_class_came_from() -> None:
+    assert check_class(255) == 255
+    assert check_class(31, Limits(max_class=31), "dssio class") == 31
+    with pytest.raises(ClassError, match=r"^class 32 outside 0-31$"):
+        check_class(32, Limits(max_class=31))
+    with pytest.raises(ClassError, match=r"^class file class 256 outside 0-255$"):
+        parse_classfile(encode_object(256, 2))
+    # A ValueError too: callers that only know ValueError still catch it.
+    for bad in (-1, 1.5, True, "3", None):
+        with pytest.raises(ValueError, match=r"^dssio class .*0-255"):
+            check_class(bad, what="dssio class")
 
 
 @given(st.binary(max_size=300))

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from swift_dss.formats import ClassMap, Limits
-from swift_dss.middleware import ClassPolicy, _roles, format_class_set, parse_class_set
+from swift_dss.middleware import _roles
+from swift_dss.settable_classes import SettableClasses, format_class_set, parse_class_set
 
 CONF = {
     "allowed_classes": "11-31",
@@ -32,15 +33,15 @@ def test_class_set_syntax() -> None:
         parse_class_set("0-40", max_class=31)
 
 
-def test_policy_by_account_and_role() -> None:
-    policy = ClassPolicy(CONF, Limits())
-    assert policy.allowed("AUTH_any", []) == {0, *range(11, 32)}
-    assert policy.allowed("AUTH_small", []) == {0, 24, 25}
+def test_settable_by_account_and_role() -> None:
+    settable = SettableClasses(CONF, Limits())
+    assert settable.allowed("AUTH_any", []) == {0, *range(11, 32)}
+    assert settable.allowed("AUTH_small", []) == {0, 24, 25}
     # A role adds classes, but never the reserved ones.
-    assert policy.allowed("AUTH_small", ["gold"]) == {0, *range(11, 256)}
+    assert settable.allowed("AUTH_small", ["gold"]) == {0, *range(11, 256)}
     cmap = ClassMap.build(25, [(0, 8, 3), (8, 8, 31)])
-    assert policy.refused(cmap, "AUTH_small", []) == {3, 31}
-    assert policy.refused(cmap, "AUTH_small", ["gold"]) == {3}
+    assert settable.refused(cmap, "AUTH_small", []) == {3, 31}
+    assert settable.refused(cmap, "AUTH_small", ["gold"]) == {3}
 
 
 def test_roles_come_from_tempauth_groups_and_keystone_roles() -> None:
@@ -57,12 +58,12 @@ def test_roles_come_from_tempauth_groups_and_keystone_roles() -> None:
 def test_the_no_roles_shortcut_never_lets_a_refused_class_through(
     classes: frozenset[int], account: str, roles: list[str]
 ) -> None:
-    policy = ClassPolicy(CONF, Limits())
+    settable = SettableClasses(CONF, Limits())
     wanted = set(classes) or {0}
     cmap = ClassMap.build(min(wanted), [(i * 8, 8, c) for i, c in enumerate(sorted(wanted))])
-    if policy.permits_without_roles(cmap.classes(), account):
-        assert policy.refused(cmap, account, roles) == set()
+    if settable.permits_without_roles(cmap.classes(), account):
+        assert settable.refused(cmap, account, roles) == set()
     # Without roles the shortcut is exact.
-    assert policy.permits_without_roles(cmap.classes(), account) == (
-        not policy.refused(cmap, account, [])
+    assert settable.permits_without_roles(cmap.classes(), account) == (
+        not settable.refused(cmap, account, [])
     )
