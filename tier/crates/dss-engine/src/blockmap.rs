@@ -5,7 +5,7 @@
 //! Removal shifts the following buckets back (no tombstones), so probes stay short
 //! however long the cache runs.
 
-use crate::cache::BlockKey;
+use crate::block::BlockKey;
 
 const EMPTY: u64 = u64::MAX;
 

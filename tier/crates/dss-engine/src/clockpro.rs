@@ -55,8 +55,8 @@
 //!   the cache keeps them on its free list, outside the clock.
 //! - A discarded block leaves no non-resident entry: it was dropped, not evicted.
 
+use crate::block::BlockKey;
 use crate::blockmap::BlockMap;
-use crate::cache::BlockKey;
 
 const NIL: u32 = u32::MAX;
 

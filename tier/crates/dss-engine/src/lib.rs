@@ -1,9 +1,11 @@
 //! The no-I/O core of dss-tier: policy files, the class-priority cache engine and the
 //! device models. Everything here is deterministic and testable without a filesystem.
 
+mod block;
 pub mod blockmap;
 pub mod cache;
 pub mod clockpro;
+mod config;
 pub mod device;
 pub mod policy;
 

@@ -4,6 +4,7 @@
 //! (placement, priorities, cut-off), so the cache engine has one code path per decision
 //! whatever the mode.
 
+use crate::config::Config;
 use serde::Deserialize;
 use std::fmt;
 use std::str::FromStr;
@@ -438,10 +439,10 @@ pub struct Resolved {
 
 impl Resolved {
     /// Cache geometry for an SSD cache of `cache_bytes`.
-    pub fn cache_config(&self, cache_bytes: u64) -> crate::cache::Config {
+    pub fn cache_config(&self, cache_bytes: u64) -> Config {
         let entries =
             (cache_bytes / u64::from(self.block_size)).min(u64::from(u32::MAX - 1)) as u32;
-        crate::cache::Config::from_fractions(entries, self.low_watermark, self.high_watermark)
+        Config::from_fractions(entries, self.low_watermark, self.high_watermark)
     }
 }
 
