@@ -7,13 +7,11 @@
 //! even if its last name was removed. A dirty record whose anchor is missing belongs to a
 //! file that no longer exists and is dropped.
 
+use crate::layout::HIDDEN;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-/// Directory at the HDD's root that the mount hides.
-pub const HIDDEN: &str = ".dss-tier";
 
 pub struct Anchors {
     dir: PathBuf,

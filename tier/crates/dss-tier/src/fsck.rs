@@ -9,9 +9,9 @@
 //! `.dss-tier/ssd-loss.json`, which `dss-tier stats` reports. A replicated store above
 //! the tier (Swift) then sees the files missing and restores them from other replicas.
 
-use crate::anchors::{Anchors, HIDDEN};
-use crate::core::{JOURNAL, SLAB};
+use crate::anchors::Anchors;
 use crate::journal::{self, Journal, Loaded};
+use crate::layout::{HIDDEN, JOURNAL, SLAB};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io;

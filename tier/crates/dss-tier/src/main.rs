@@ -14,10 +14,14 @@ mod fs;
 mod fsck;
 mod ioctl;
 mod journal;
+mod layout;
+mod mountinfo;
 mod runs;
 mod stats;
 
 use dss_engine::{Mode, Policy};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -128,20 +132,18 @@ fn parse_mount(args: &[String]) -> Result<MountArgs, String> {
     Ok(m)
 }
 
-/// True when `mountpoint` is a dss-tier mount (fstype `fuse.dss-tier` in mountinfo).
+/// The latest dss-tier mount (fstype `fuse.dss-tier`) on `mountpoint`.
+fn dss_tier_mount(mountpoint: &Path) -> Option<mountinfo::Entry> {
+    let abs = std::fs::canonicalize(mountpoint).ok()?;
+    mountinfo::read()
+        .ok()?
+        .into_iter()
+        .rfind(|e| e.fstype == "fuse.dss-tier" && e.mount_point == abs)
+}
+
+/// True when `mountpoint` is a dss-tier mount.
 fn is_mounted(mountpoint: &Path) -> bool {
-    let Ok(abs) = std::fs::canonicalize(mountpoint) else {
-        return false;
-    };
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    info.lines().any(|l| {
-        let f: Vec<&str> = l.split(' ').collect();
-        let sep = f.iter().position(|x| *x == "-");
-        matches!(sep, Some(i) if f.get(i + 1) == Some(&"fuse.dss-tier"))
-            && f.get(4).map(|p| Path::new(p) == abs).unwrap_or(false)
-    })
+    dss_tier_mount(mountpoint).is_some()
 }
 
 fn mount(args: &[String]) -> Result<(), String> {
@@ -252,7 +254,7 @@ fn mount(args: &[String]) -> Result<(), String> {
     // not while a copy of the mount lives on in another mount namespace (any process
     // that unshared its namespace while we were mounted holds one). So the daemon
     // watches its own namespace: once the mount is gone here, it is unmounted.
-    while !bg.guard.is_finished() && mount_id.as_deref().is_none_or(mount_listed) {
+    while !bg.guard.is_finished() && mount_id.is_none_or(mount_listed) {
         std::thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -269,23 +271,16 @@ fn mount(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// The mount id (first mountinfo field) of the dss-tier mount on `mountpoint`.
-fn mount_id(mountpoint: &Path) -> Option<String> {
-    let abs = std::fs::canonicalize(mountpoint).ok()?;
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines()
-        .rfind(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let sep = f.iter().position(|x| *x == "-");
-            matches!(sep, Some(i) if f.get(i + 1) == Some(&"fuse.dss-tier"))
-                && f.get(4).is_some_and(|p| Path::new(p) == abs)
-        })
-        .and_then(|l| l.split(' ').next().map(String::from))
+/// The mount id of the dss-tier mount on `mountpoint`.
+fn mount_id(mountpoint: &Path) -> Option<u64> {
+    dss_tier_mount(mountpoint).map(|e| e.id)
 }
 
-fn mount_listed(id: &str) -> bool {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .map(|info| info.lines().any(|l| l.split(' ').next() == Some(id)))
+/// Whether mount `id` is still in this namespace (assumed so when the table cannot be
+/// read: the daemon must not stop serving on a failed read).
+fn mount_listed(id: u64) -> bool {
+    mountinfo::read()
+        .map(|mounts| mounts.iter().any(|e| e.id == id))
         .unwrap_or(true)
 }
 
@@ -349,41 +344,9 @@ fn stats(args: &[String]) -> Result<(), String> {
 
 /// The HDD directory behind the dss-tier mount on `mountpoint`, from its mountinfo source.
 fn hdd_of_mount(mountpoint: &Path) -> Option<PathBuf> {
-    let abs = std::fs::canonicalize(mountpoint).ok()?;
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let line = info.lines().rfind(|l| {
-        let f: Vec<&str> = l.split(' ').collect();
-        let sep = f.iter().position(|x| *x == "-");
-        matches!(sep, Some(i) if f.get(i + 1) == Some(&"fuse.dss-tier"))
-            && f.get(4).is_some_and(|p| Path::new(&unescape(p)) == abs)
-    })?;
-    let f: Vec<&str> = line.split(' ').collect();
-    let sep = f.iter().position(|x| *x == "-")?;
-    let source = unescape(f.get(sep + 2)?);
-    source.strip_prefix("dss-tier:").map(PathBuf::from)
-}
-
-/// A mountinfo field with its octal escapes (space, tab, newline, backslash) undone.
-fn unescape(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], oct) {
-            (b'\\', Some(d)) => {
-                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let source = dss_tier_mount(mountpoint)?.source;
+    let hdd = source.as_bytes().strip_prefix(b"dss-tier:")?;
+    Some(PathBuf::from(OsStr::from_bytes(hdd)))
 }
 
 fn dump(args: &[String]) -> Result<(), String> {

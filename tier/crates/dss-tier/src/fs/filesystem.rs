@@ -1,29 +1,26 @@
-//! The FUSE adapter: a passthrough namespace over the HDD directory whose file data goes
-//! through the cache engine (core.rs).
+//! The fuser `Filesystem` implementation: each FUSE request carried out on the HDD
+//! directory, its data and metadata charged through the cache.
 
-use crate::anchors::HIDDEN;
-use crate::core::{Core, MetaKind};
-use crate::ioctl::{Command, Ioctls};
+use super::convert::{errno, kind_of, negative_attr, reply_xattr, sys_errno, utime_spec};
+use super::handles::{kill_suidgid, libc_o, open_file};
+use super::tierfs::{TTL, TierFs};
+use crate::core::MetaKind;
+use crate::ioctl::Command;
+use crate::layout::HIDDEN;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     IoctlFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite,
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Attribute and entry cache lifetime. Short: the HDD directory is ours alone, but
-/// sizes of files being written change under the kernel's feet otherwise.
-const TTL: Duration = Duration::from_secs(1);
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
 
 /// The kernel's page cache stays valid across opens: every change to a file goes through
 /// this mount, and the tier's cache sits below the page cache, as the paper's block-level
@@ -46,332 +43,6 @@ thread_local! {
 pub const STATS_XATTR: &str = "user.dss-tier.stats";
 /// The root's xattr through which `dss-tier dump` reads the cache content by class.
 pub const CONTENT_XATTR: &str = "user.dss-tier.content";
-
-fn errno(e: io::Error) -> Errno {
-    Errno::from(e)
-}
-
-fn sys_errno(e: rustix::io::Errno) -> Errno {
-    Errno::from_i32(e.raw_os_error())
-}
-
-fn kind_of(ft: fs::FileType) -> FileType {
-    FileType::from_std(ft).unwrap_or(FileType::RegularFile)
-}
-
-fn time(secs: i64, nsecs: i64) -> SystemTime {
-    if secs >= 0 {
-        UNIX_EPOCH + Duration::new(secs as u64, nsecs as u32)
-    } else {
-        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
-    }
-}
-
-struct Node {
-    path: PathBuf,
-    /// Other names of a hard-linked file, so that removing `path` leaves one to use.
-    links: Vec<PathBuf>,
-    lookups: u64,
-}
-
-impl Node {
-    /// `gone` no longer names this inode.
-    fn forget_name(&mut self, gone: &Path) {
-        if self.path == gone {
-            if let Some(p) = self.links.pop() {
-                self.path = p;
-            }
-        } else {
-            self.links.retain(|p| p != gone);
-        }
-    }
-}
-
-/// Inode numbers are the HDD's, except the root which FUSE wants as 1.
-struct Nodes {
-    root_ino: u64,
-    map: HashMap<u64, Node>,
-}
-
-pub struct Handle {
-    file: Arc<File>,
-    ino: u64,
-    name: OsString,
-    class: AtomicU8,
-    /// Opened with FOPEN_DIRECT_IO: its writes bypass the page cache of other handles.
-    direct: bool,
-}
-
-pub struct TierFs {
-    root: PathBuf,
-    nodes: Mutex<Nodes>,
-    handles: Mutex<HashMap<u64, Arc<Handle>>>,
-    /// Inodes written through a direct handle since their last page-cached open: that
-    /// open must drop what the page cache holds of them.
-    direct_written: Mutex<HashSet<u64>>,
-    next_fh: AtomicU64,
-    /// The kernel takes ENOSYS from opendir as "no directory handles needed".
-    no_opendir: bool,
-    core: Arc<Core>,
-    ioctls: Ioctls,
-}
-
-impl TierFs {
-    pub fn new(root: PathBuf, core: Arc<Core>, ioctls: Ioctls) -> io::Result<TierFs> {
-        let root_ino = fs::metadata(&root)?.ino();
-        let mut map = HashMap::new();
-        map.insert(
-            1,
-            Node {
-                path: root.clone(),
-                links: Vec::new(),
-                lookups: 1,
-            },
-        );
-        Ok(TierFs {
-            root,
-            nodes: Mutex::new(Nodes { root_ino, map }),
-            handles: Mutex::new(HashMap::new()),
-            direct_written: Mutex::new(HashSet::new()),
-            next_fh: AtomicU64::new(1),
-            no_opendir: false,
-            core,
-            ioctls,
-        })
-    }
-
-    fn fuse_ino(&self, hdd_ino: u64) -> u64 {
-        let root = self.nodes.lock().unwrap().root_ino;
-        if hdd_ino == root {
-            1
-        } else if hdd_ino == 1 {
-            // Collides with the FUSE root; the HDD root already owns 1 here.
-            root
-        } else {
-            hdd_ino
-        }
-    }
-
-    fn path(&self, ino: INodeNo) -> Result<PathBuf, Errno> {
-        self.nodes
-            .lock()
-            .unwrap()
-            .map
-            .get(&ino.0)
-            .map(|n| n.path.clone())
-            .ok_or(Errno::ENOENT)
-    }
-
-    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
-        Ok(self.path(parent)?.join(name))
-    }
-
-    fn attr(&self, md: &fs::Metadata) -> FileAttr {
-        FileAttr {
-            ino: INodeNo(self.fuse_ino(md.ino())),
-            size: md.size(),
-            blocks: md.blocks(),
-            atime: time(md.atime(), md.atime_nsec()),
-            mtime: time(md.mtime(), md.mtime_nsec()),
-            ctime: time(md.ctime(), md.ctime_nsec()),
-            crtime: time(md.ctime(), md.ctime_nsec()),
-            kind: kind_of(md.file_type()),
-            perm: (md.mode() & 0o7777) as u16,
-            // The anchor link is the tier's, not the user's.
-            nlink: (md.nlink() - u64::from(md.is_file() && self.core.is_anchored(md.ino()))) as u32,
-            uid: md.uid(),
-            gid: md.gid(),
-            rdev: md.rdev() as u32,
-            blksize: self.core.block_size(),
-            flags: 0,
-        }
-    }
-
-    /// Stat `path` and remember it as an inode the kernel now knows.
-    fn remember(&self, path: PathBuf) -> Result<FileAttr, Errno> {
-        let md = fs::symlink_metadata(&path).map_err(errno)?;
-        let attr = self.attr(&md);
-        let mut nodes = self.nodes.lock().unwrap();
-        let node = nodes.map.entry(attr.ino.0).or_insert(Node {
-            path: path.clone(),
-            links: Vec::new(),
-            lookups: 0,
-        });
-        if node.path != path && !node.links.contains(&path) {
-            let old = std::mem::replace(&mut node.path, path);
-            if fs::symlink_metadata(&old).is_ok_and(|m| self.fuse_ino(m.ino()) == attr.ino.0) {
-                node.links.push(old);
-            }
-        }
-        node.lookups += 1;
-        Ok(attr)
-    }
-
-    fn open_handle(&self, ino: u64, path: &Path, file: File, direct: bool) -> u64 {
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let name = path.file_name().unwrap_or_default().to_os_string();
-        let h = Handle {
-            file: Arc::new(file),
-            ino,
-            name,
-            class: AtomicU8::new(0),
-            direct,
-        };
-        self.handles.lock().unwrap().insert(fh, Arc::new(h));
-        fh
-    }
-
-    fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
-        self.handles
-            .lock()
-            .unwrap()
-            .get(&fh.0)
-            .cloned()
-            .ok_or(Errno::EBADF)
-    }
-
-    /// Class of data I/O on `h`: its own, or the policy's default for the file.
-    fn data_class(&self, h: &Handle) -> u8 {
-        match h.class.load(Ordering::Relaxed) {
-            0 => {
-                let size = h.file.metadata().map(|m| m.size()).unwrap_or(0);
-                self.core.default_class(&h.name.to_string_lossy(), size)
-            }
-            c => c,
-        }
-    }
-
-    fn file_id(md: &fs::Metadata) -> u64 {
-        md.ino()
-    }
-
-    /// Drop the cached blocks of a file that is losing its last name, so that a later
-    /// file reusing the inode number never sees them. Open handles keep reading: their
-    /// dirty blocks are written back first.
-    fn before_last_unlink(&self, path: &Path) {
-        if let Ok(md) = fs::symlink_metadata(path)
-            && md.is_file()
-            && md.nlink() - u64::from(self.core.is_anchored(md.ino())) <= 1
-        {
-            let id = Self::file_id(&md);
-            let open = self.handles.lock().unwrap().values().any(|h| {
-                h.file
-                    .metadata()
-                    .map(|m| m.ino() == md.ino())
-                    .unwrap_or(false)
-            });
-            if open {
-                let _ = self.core.flush_file(id, md.size());
-            }
-            self.core.discard_file(id, md.size());
-        }
-    }
-}
-
-impl TierFs {
-    /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
-    fn new_entry(
-        &self,
-        parent: INodeNo,
-        name: &OsStr,
-        reply: ReplyEntry,
-        make: impl FnOnce(&Path) -> Result<(), Errno>,
-    ) {
-        let run = || -> Result<FileAttr, Errno> {
-            let path = self.child(parent, name)?;
-            // A new entry changes the parent's directory block and its inode (times,
-            // and the link count for a directory), as a create does.
-            self.core.meta(MetaKind::Directory, parent.0, true);
-            self.core.meta(MetaKind::Inode, parent.0, true);
-            make(&path)?;
-            let attr = self.remember(path)?;
-            self.created(&attr);
-            Ok(attr)
-        };
-        match run() {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
-    }
-
-    fn created(&self, attr: &FileAttr) {
-        self.core
-            .meta_created(attr.ino.0, attr.kind == FileType::Directory);
-    }
-
-    /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
-    fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
-        if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
-            let md = f.metadata().map_err(errno)?;
-            if md.size() > 0 {
-                self.core
-                    .truncate(Self::file_id(&md), f, md.size(), 0)
-                    .map_err(errno)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The attributes of a negative entry: only the inode number (0) counts.
-fn negative_attr() -> FileAttr {
-    FileAttr {
-        ino: INodeNo(0),
-        size: 0,
-        blocks: 0,
-        atime: UNIX_EPOCH,
-        mtime: UNIX_EPOCH,
-        ctime: UNIX_EPOCH,
-        crtime: UNIX_EPOCH,
-        kind: FileType::RegularFile,
-        perm: 0,
-        nlink: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        blksize: 0,
-        flags: 0,
-    }
-}
-
-fn utime_spec(t: Option<TimeOrNow>) -> rustix::fs::Timespec {
-    let (tv_sec, tv_nsec) = match t {
-        None => (0, rustix::fs::UTIME_OMIT),
-        Some(TimeOrNow::Now) => (0, rustix::fs::UTIME_NOW),
-        Some(TimeOrNow::SpecificTime(s)) => match s.duration_since(UNIX_EPOCH) {
-            Ok(d) => (d.as_secs() as i64, d.subsec_nanos().into()),
-            Err(e) => {
-                // Before 1970: whole seconds down, nanoseconds up, as timespec wants.
-                let d = e.duration();
-                let (mut sec, mut nsec) = (-(d.as_secs() as i64), -i64::from(d.subsec_nanos()));
-                if nsec < 0 {
-                    sec -= 1;
-                    nsec += 1_000_000_000;
-                }
-                (sec, nsec)
-            }
-        },
-    };
-    rustix::fs::Timespec { tv_sec, tv_nsec }
-}
-
-/// Clear set-user-ID, set-group-ID where it marks an executable (not mandatory locking)
-/// and file capabilities, as the kernel does to a file an unprivileged user writes.
-fn kill_suidgid(f: &File) -> io::Result<()> {
-    let mode = f.metadata()?.mode();
-    let mut keep = mode & 0o7777 & !0o4000;
-    if mode & 0o2010 == 0o2010 {
-        keep &= !0o2000;
-    }
-    if keep != mode & 0o7777 {
-        f.set_permissions(fs::Permissions::from_mode(keep))?;
-    }
-    // Direct writes skip the kernel's own check of file capabilities.
-    match rustix::fs::fremovexattr(f, "security.capability") {
-        Ok(()) | Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOTSUP) => Ok(()),
-        Err(e) => Err(io::Error::from_raw_os_error(e.raw_os_error())),
-    }
-}
 
 impl Filesystem for TierFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
@@ -416,25 +87,18 @@ impl Filesystem for TierFs {
             return;
         }
         let mut nodes = self.nodes.lock().unwrap();
-        if let Some(n) = nodes.map.get_mut(&ino.0) {
-            n.lookups = n.lookups.saturating_sub(nlookup);
-            if n.lookups == 0 {
-                nodes.map.remove(&ino.0);
-                // The kernel's page cache of the inode went with it.
-                self.direct_written.lock().unwrap().remove(&ino.0);
-            }
+        if nodes.forget(ino.0, nlookup) {
+            // The kernel's page cache of the inode went with it.
+            self.direct_written.lock().unwrap().remove(&ino.0);
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         self.core.meta(MetaKind::Inode, ino.0, false);
         let by_handle = |ino: u64| {
-            let hs = self.handles.lock().unwrap();
-            let h = match fh {
-                Some(fh) => hs.get(&fh.0).cloned(),
-                None => hs.values().find(|h| h.ino == ino).cloned(),
-            };
-            h.ok_or(Errno::ENOENT)
+            self.handles
+                .get_or_any(fh, ino)
+                .ok_or(Errno::ENOENT)
                 .and_then(|h| h.file.metadata().map_err(errno))
         };
         let md = match fh {
@@ -648,35 +312,10 @@ impl Filesystem for TierFs {
             fs::rename(&from, &to).map_err(errno)?;
             let md = fs::symlink_metadata(&to).map_err(errno)?;
             let ino = self.fuse_ino(md.ino());
-            let mut nodes = self.nodes.lock().unwrap();
-            if !md.is_dir() {
-                // A file has no paths below it: only its own entry moves. Every Swift PUT
-                // renames a file, and a walk over every inode the kernel remembers would
-                // make each PUT slower than the last.
-                if let Some(n) = nodes.map.get_mut(&ino) {
-                    if n.path == from {
-                        n.path = to.clone();
-                    }
-                    for l in n.links.iter_mut().filter(|l| **l == from) {
-                        *l = to.clone();
-                    }
-                }
-                return Ok(());
-            }
-            // A directory's paths, and those of everything under it, move with it.
-            let moved = |p: &mut PathBuf| {
-                if let Ok(rest) = p.strip_prefix(&from) {
-                    *p = if rest.as_os_str().is_empty() {
-                        to.clone()
-                    } else {
-                        to.join(rest)
-                    };
-                }
-            };
-            for n in nodes.map.values_mut() {
-                moved(&mut n.path);
-                n.links.iter_mut().for_each(moved);
-            }
+            self.nodes
+                .lock()
+                .unwrap()
+                .renamed(ino, md.is_dir(), &from, &to);
             Ok(())
         };
         match run() {
@@ -717,7 +356,7 @@ impl Filesystem for TierFs {
             let path = self.path(ino)?;
             let f = open_file(&path, flags.0, None)?;
             self.truncate_on_open(&f, flags.0)?;
-            Ok(self.open_handle(ino.0, &path, f, false))
+            Ok(self.handles.open(ino.0, &path, f, false))
         };
         match run() {
             Ok(fh) if self.direct_written.lock().unwrap().remove(&ino.0) => {
@@ -750,7 +389,7 @@ impl Filesystem for TierFs {
             if !existed {
                 self.created(&attr);
             }
-            let fh = self.open_handle(attr.ino.0, &path, f, direct);
+            let fh = self.handles.open(attr.ino.0, &path, f, direct);
             Ok((attr, fh))
         };
         let open = if direct { DIRECT } else { KEEP_CACHE };
@@ -773,7 +412,7 @@ impl Filesystem for TierFs {
     ) {
         READ_BUF.with_borrow_mut(|buf| {
             let run = |buf: &mut Vec<u8>| -> Result<(), Errno> {
-                let h = self.handle(fh)?;
+                let h = self.handles.get(fh)?;
                 let class = self.data_class(&h);
                 self.core
                     .read_into(&h.file, class, offset, size as usize, buf)
@@ -799,7 +438,7 @@ impl Filesystem for TierFs {
         reply: ReplyWrite,
     ) {
         let run = || -> Result<u32, Errno> {
-            let h = self.handle(fh)?;
+            let h = self.handles.get(fh)?;
             if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
                 kill_suidgid(&h.file).map_err(errno)?;
             }
@@ -841,7 +480,7 @@ impl Filesystem for TierFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles.lock().unwrap().remove(&fh.0);
+        self.handles.release(fh);
         reply.ok();
     }
 
@@ -854,7 +493,7 @@ impl Filesystem for TierFs {
         reply: ReplyEmpty,
     ) {
         let run = || -> Result<(), Errno> {
-            let h = self.handle(fh)?;
+            let h = self.handles.get(fh)?;
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
             self.core.sync_file(id, &h.file, datasync).map_err(errno)
         };
@@ -1044,7 +683,7 @@ impl Filesystem for TierFs {
         reply: ReplyIoctl,
     ) {
         let run = || -> Result<(), Errno> {
-            let h = self.handle(fh)?;
+            let h = self.handles.get(fh)?;
             match self.ioctls.decode(cmd, in_data) {
                 Some(Command::SetClass { class, flags }) => {
                     if class > 255 || flags != 0 {
@@ -1092,7 +731,7 @@ impl Filesystem for TierFs {
         reply: ReplyEmpty,
     ) {
         let run = || -> Result<(), Errno> {
-            let h = self.handle(fh)?;
+            let h = self.handles.get(fh)?;
             let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);
             self.core.meta(MetaKind::Inode, h.ino, true);
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
@@ -1105,58 +744,4 @@ impl Filesystem for TierFs {
             Err(e) => reply.error(e),
         }
     }
-}
-
-fn reply_xattr(r: Result<Vec<u8>, Errno>, size: u32, reply: ReplyXattr) {
-    match r {
-        Ok(v) if size == 0 => reply.size(v.len() as u32),
-        Ok(v) if v.len() > size as usize => reply.error(Errno::ERANGE),
-        Ok(v) => reply.data(&v),
-        Err(e) => reply.error(e),
-    }
-}
-
-/// Open flags we pass on. O_DIRECT is dropped: the cache is the one doing the
-/// buffering decisions, and aligned buffers are not guaranteed here.
-mod libc_o {
-    pub const O_ACCMODE: i32 = 0o3;
-    pub const O_WRONLY: i32 = 0o1;
-    pub const O_RDWR: i32 = 0o2;
-    pub const O_CREAT: i32 = 0o100;
-    pub const O_EXCL: i32 = 0o200;
-    pub const O_TRUNC: i32 = 0o1000;
-    pub const O_APPEND: i32 = 0o2000;
-    pub const O_DIRECT: i32 = 0o40000;
-}
-
-fn open_file(path: &Path, flags: i32, mode: Option<u32>) -> Result<File, Errno> {
-    use libc_o::*;
-    let acc = flags & O_ACCMODE;
-    let mut o = OpenOptions::new();
-    // Write-back needs a writable descriptor even for handles opened write-only, and
-    // partial block writes read the block first.
-    o.read(true);
-    o.write(acc == O_WRONLY || acc == O_RDWR);
-    if let Some(m) = mode {
-        o.mode(m);
-        if flags & O_EXCL != 0 {
-            o.create_new(true);
-        } else {
-            o.create(true);
-        }
-    }
-    // Appends are positioned by the kernel (FUSE sends the offset), so O_APPEND must not
-    // reach the HDD file or positional writes would land at the end.
-    let passed = flags & !(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECT);
-    o.custom_flags(passed);
-    let f = o.open(path).or_else(|e| {
-        if acc == O_WRONLY && e.kind() == io::ErrorKind::PermissionDenied {
-            let mut o2 = OpenOptions::new();
-            o2.write(true).custom_flags(passed);
-            o2.open(path)
-        } else {
-            Err(e)
-        }
-    });
-    f.map_err(errno)
 }

@@ -1,0 +1,402 @@
+//! The data path: reads, writes, read fills, truncation and fallocate carried out on
+//! the slab and the HDD files as the engine decides them.
+
+use super::device_io::IoBuf;
+use super::state::{Core, Inner};
+use crate::runs::{FillRun, Run};
+use dss_engine::device::Op;
+use dss_engine::{BlockKey, Durable, ReadOutcome, WriteOutcome};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
+
+impl Core {
+    #[cfg(test)]
+    pub fn read(&self, file: &File, class: u8, offset: u64, size: usize) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(file, class, offset, size, &mut out)?;
+        Ok(out)
+    }
+
+    /// Read into `out` (resized to the bytes the file holds in the range; its allocation
+    /// is reused across requests). Hits on adjacent slots and misses on adjacent bytes of
+    /// the HDD file are each read with one call.
+    pub fn read_into(
+        &self,
+        file: &File,
+        class: u8,
+        offset: u64,
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let md = file.metadata()?;
+        let (id, fsize) = (md.ino(), md.size());
+        let end = fsize.min(offset.saturating_add(size as u64));
+        let len = end.saturating_sub(offset) as usize;
+        // Every byte below is overwritten by a read (or zeroed past a short one), so the
+        // old contents need no clearing.
+        out.truncate(len);
+        out.resize(len, 0);
+        if len == 0 {
+            return Ok(());
+        }
+        let bs = self.bs;
+        let mut done = 0;
+        // A growing file's early blocks were cached under the size bucket the file had when
+        // they were written. A read classified by the file's size now moves them to the
+        // current bucket, as the DSS paper's ext3 reclassifies blocks "with the latest file
+        // size" on subsequent I/O. Blocks cached under any other class (a client's, a name
+        // rule's, metadata) keep it: background readers such as an auditor or rsync, whose
+        // I/O is unclassified, must not strip an object of the class its client gave it.
+        let resize = self.classify.is_size_class(class);
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        let r = (|| -> io::Result<()> {
+            let (mut hits, mut misses) = (Run::default(), Run::default());
+            let mut fills = FillRun::default();
+            let mut pos = offset;
+            while pos < end {
+                let index = pos / bs;
+                let within = pos % bs;
+                let n = (bs - within).min(end - pos) as usize;
+                let at = (pos - offset) as usize;
+                let key = BlockKey { file: id, index };
+                match inner.cache.read(key, class) {
+                    ReadOutcome::Hit { slot } => {
+                        let was = inner.cache.class_at(slot);
+                        if resize && was != class && self.classify.is_size_class(was) {
+                            inner.cache.reclassify(key, class);
+                        }
+                        let dev = u64::from(slot) * bs + within;
+                        if !hits.extend(dev, at, n) {
+                            done = done.max(self.ssd_read_run(inner, hits, out)?);
+                            hits = Run::start(dev, at, n);
+                        }
+                    }
+                    ReadOutcome::Miss => {
+                        if !misses.extend(pos, at, n) {
+                            done = done.max(self.hdd_read_run(inner, file, id, misses, out)?);
+                            misses = Run::start(pos, at, n);
+                        }
+                    }
+                    ReadOutcome::MissFill { slot, version } => {
+                        // The fill may take the slot of a block that a pending hit reads:
+                        // those reads go first. Hits noted later cannot be on a slot a
+                        // fill took, so the fills' slab write may wait for the run's end.
+                        done = done.max(self.ssd_read_run(inner, hits.take(), out)?);
+                        if !fills.extend(index, slot, version, (within, at, n)) {
+                            done = done.max(self.fill(inner, file, id, fills.take(), out)?);
+                            fills.extend(index, slot, version, (within, at, n));
+                        }
+                    }
+                }
+                pos += n as u64;
+            }
+            done = done.max(self.ssd_read_run(inner, hits, out)?);
+            done = done.max(self.hdd_read_run(inner, file, id, misses, out)?);
+            done = done.max(self.fill(inner, file, id, fills, out)?);
+            Ok(())
+        })();
+        let c = self.commit(inner, None);
+        self.kick(inner);
+        drop(g);
+        r?;
+        c?;
+        self.wait_until(done);
+        Ok(())
+    }
+
+    fn hdd_read_run(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        id: u64,
+        run: Run,
+        out: &mut [u8],
+    ) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let dst = &mut out[run.buf..][..run.len];
+        let (got, t) = self.hdd_io(inner, Op::Read, file, id, run.dev, IoBuf::Read(dst))?;
+        dst[got..].fill(0);
+        Ok(t)
+    }
+
+    /// Read misses the engine wants cached: read their whole blocks from the HDD with
+    /// one call, serve the requested bytes into `out` and copy the blocks into their
+    /// slots with one call. A failed fill leaves its blocks uncached.
+    fn fill(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        id: u64,
+        run: FillRun,
+        out: &mut [u8],
+    ) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let bs = self.bs as usize;
+        let mut blocks = vec![0u8; bs * run.versions.len()];
+        let read = self.hdd_io(
+            inner,
+            Op::Read,
+            file,
+            id,
+            run.index * self.bs,
+            IoBuf::Read(&mut blocks),
+        );
+        let ok = match &read {
+            Ok((got, _)) => {
+                blocks[*got..].fill(0);
+                out[run.buf..][..run.len]
+                    .copy_from_slice(&blocks[run.within as usize..][..run.len]);
+                self.ssd_io(inner, Op::Write, run.slot, 0, IoBuf::Write(&blocks))
+                    .is_ok()
+            }
+            Err(_) => false,
+        };
+        for (i, &version) in run.versions.iter().enumerate() {
+            inner.cache.fill_done(run.slot + i as u32, version, ok);
+        }
+        read.map(|(_, t)| t)
+    }
+
+    /// Write `data` at `offset`. Blocks bound for adjacent slots, and blocks bypassing to
+    /// adjacent bytes of the HDD file, are each written with one call once the engine has
+    /// decided the whole request.
+    pub fn write(&self, file: &Arc<File>, class: u8, offset: u64, data: &[u8]) -> io::Result<()> {
+        let md = file.metadata()?;
+        let (id, fsize) = (md.ino(), md.size());
+        let end = offset + data.len() as u64;
+        let bs = self.bs;
+        let mut done = 0;
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        let mut to_hdd = false;
+        let r = (|| -> io::Result<()> {
+            let (mut ssd, mut hdd) = (Run::default(), Run::default());
+            let mut anchored = false;
+            let mut pos = offset;
+            while pos < end {
+                let index = pos / bs;
+                let within = pos % bs;
+                let n = (bs - within).min(end - pos) as usize;
+                let at = (pos - offset) as usize;
+                let key = BlockKey { file: id, index };
+                match inner.cache.write(key, class, n as u32) {
+                    WriteOutcome::Ssd { slot, hit } => {
+                        if !anchored {
+                            self.anchor(file, id)?;
+                            inner.files.entry(id).or_insert_with(|| file.clone());
+                            anchored = true;
+                        }
+                        if hit || n as u64 == bs {
+                            let dev = u64::from(slot) * bs + within;
+                            if !ssd.extend(dev, at, n) {
+                                done = done.max(self.ssd_write_run(inner, ssd, data)?);
+                                ssd = Run::start(dev, at, n);
+                            }
+                        } else {
+                            // A new entry for part of a block: the rest comes from the HDD.
+                            let src = &data[at..][..n];
+                            let t =
+                                self.fill_partial(inner, file, key, fsize, slot, within, src)?;
+                            done = done.max(t);
+                        }
+                    }
+                    WriteOutcome::Hdd { .. } => {
+                        to_hdd = true;
+                        if !hdd.extend(pos, at, n) {
+                            done = done.max(self.hdd_write_run(inner, file, id, hdd, data)?);
+                            hdd = Run::start(pos, at, n);
+                        }
+                    }
+                }
+                pos += n as u64;
+            }
+            done = done.max(self.ssd_write_run(inner, ssd, data)?);
+            done = done.max(self.hdd_write_run(inner, file, id, hdd, data)?);
+            // The HDD file's size stays the file's size even while its tail is only
+            // cached (the journal's `valid` makes that size durable with the block).
+            if end > fsize {
+                file.set_len(end)?;
+            }
+            Ok(())
+        })();
+        if to_hdd {
+            inner.hdd_dirty.insert(id);
+        }
+        let c = self.commit(inner, Some((id, fsize.max(end))));
+        self.kick(inner);
+        drop(g);
+        r?;
+        c?;
+        self.wait_until(done);
+        Ok(())
+    }
+
+    fn ssd_write_run(&self, inner: &mut Inner, run: Run, data: &[u8]) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let src = &data[run.buf..][..run.len];
+        self.ssd_at(inner, Op::Write, run.dev, IoBuf::Write(src))
+    }
+
+    fn hdd_write_run(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        id: u64,
+        run: Run,
+        data: &[u8],
+    ) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let src = &data[run.buf..][..run.len];
+        Ok(self
+            .hdd_io(inner, Op::Write, file, id, run.dev, IoBuf::Write(src))?
+            .1)
+    }
+
+    /// Part of a block goes into a newly allocated slot: the block's other bytes come
+    /// from the HDD file (zeros past its end `fsize`).
+    #[allow(clippy::too_many_arguments)]
+    fn fill_partial(
+        &self,
+        inner: &mut Inner,
+        file: &File,
+        key: BlockKey,
+        fsize: u64,
+        slot: u32,
+        within: u64,
+        src: &[u8],
+    ) -> io::Result<u64> {
+        let base = key.index * self.bs;
+        let mut block = vec![0u8; self.bs as usize];
+        let mut t = 0;
+        if base < fsize {
+            let (got, t1) = self.hdd_io(
+                inner,
+                Op::Read,
+                file,
+                key.file,
+                base,
+                IoBuf::Read(&mut block),
+            )?;
+            block[got..].fill(0);
+            t = t1;
+        }
+        block[within as usize..][..src.len()].copy_from_slice(src);
+        Ok(t.max(self.ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(&block))?))
+    }
+
+    /// Change a file's size from `old` to `new`, keeping cached blocks consistent.
+    pub fn truncate(&self, id: u64, file: &File, old: u64, new: u64) -> io::Result<()> {
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        let r = (|| -> io::Result<()> {
+            if new < old {
+                let first_gone = new.div_ceil(self.bs);
+                inner
+                    .cache
+                    .discard_from(id, first_gone, old.div_ceil(self.bs));
+                let within = new % self.bs;
+                if within != 0
+                    && let Some((slot, _)) = inner.cache.lookup(BlockKey {
+                        file: id,
+                        index: new / self.bs,
+                    })
+                {
+                    // Bytes past the new end must read as zeros if the file grows again.
+                    let zeros = vec![0u8; (self.bs - within) as usize];
+                    self.ssd_io(inner, Op::Write, slot, within, IoBuf::Write(&zeros))?;
+                    let mut rec = inner.journal.get(slot);
+                    if rec.state != Durable::Empty && rec.key.file == id {
+                        rec.valid = within as u32;
+                        inner.journal.set(slot, &rec);
+                    }
+                }
+            }
+            inner.hdd_dirty.insert(id);
+            file.set_len(new)
+        })();
+        let c = self.commit(inner, Some((id, new)));
+        r.and(c)
+    }
+
+    /// fallocate: the HDD file first (so a refusal changes nothing), then the cached
+    /// blocks of a range whose contents became zeros: whole blocks are dropped, the
+    /// cached parts of edge blocks zeroed in place.
+    pub fn fallocate(
+        &self,
+        id: u64,
+        file: &File,
+        offset: u64,
+        length: u64,
+        flags: rustix::fs::FallocateFlags,
+    ) -> io::Result<()> {
+        use rustix::fs::FallocateFlags as F;
+        if flags.intersects(F::COLLAPSE_RANGE | F::INSERT_RANGE) {
+            // They move data between blocks under cached copies; Swift never asks.
+            return Err(io::Error::from_raw_os_error(95));
+        }
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        rustix::fs::fallocate(file, flags, offset, length)
+            .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))?;
+        inner.hdd_dirty.insert(id);
+        let r = (|| -> io::Result<()> {
+            if !flags.intersects(F::PUNCH_HOLE | F::ZERO_RANGE) {
+                return Ok(());
+            }
+            let end = offset.saturating_add(length);
+            let (first_full, end_full) = (offset.div_ceil(self.bs), end / self.bs);
+            if first_full < end_full {
+                inner.cache.discard_from(id, first_full, end_full);
+            }
+            for index in [offset / self.bs, end.saturating_sub(1) / self.bs] {
+                let base = index * self.bs;
+                let (lo, hi) = (offset.max(base), end.min(base + self.bs));
+                if lo >= hi || (lo == base && hi == base + self.bs) {
+                    continue;
+                }
+                if let Some((slot, _)) = inner.cache.lookup(BlockKey { file: id, index }) {
+                    let zeros = vec![0u8; (hi - lo) as usize];
+                    self.ssd_io(inner, Op::Write, slot, lo - base, IoBuf::Write(&zeros))?;
+                }
+            }
+            Ok(())
+        })();
+        let size = file.metadata().map(|m| m.size()).unwrap_or(0);
+        let c = self.commit(inner, Some((id, size)));
+        r.and(c)
+    }
+
+    /// The HDD copy of `id` changed outside the data path (allocation, attributes).
+    pub fn hdd_changed(&self, id: u64) {
+        self.inner.lock().unwrap().hdd_dirty.insert(id);
+    }
+
+    pub fn discard_file(&self, id: u64, size: u64) {
+        let mut g = self.inner.lock().unwrap();
+        g.cache.discard_from(id, 0, size.div_ceil(self.bs).max(1));
+        g.files.remove(&id);
+        g.hdd_dirty.remove(&id);
+        if let Err(e) = self.commit(&mut g, None) {
+            eprintln!("dss-tier: journal write failed: {e}");
+        }
+    }
+
+    pub fn reclassify(&self, id: u64, start: u64, end: u64, class: u8) -> io::Result<()> {
+        let mut g = self.inner.lock().unwrap();
+        for index in start / self.bs..end.div_ceil(self.bs) {
+            g.cache.reclassify(BlockKey { file: id, index }, class);
+        }
+        self.commit(&mut g, None)
+    }
+}

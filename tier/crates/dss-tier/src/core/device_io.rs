@@ -1,0 +1,142 @@
+//! I/O on the slab and the HDD files, each access charged to the device model of the
+//! device that holds the data (or timed, with no model).
+
+use super::state::{Core, Inner};
+use crate::runs::Run;
+use dss_engine::device::{Device, Model, Op};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::time::Duration;
+
+/// Virtual address of a file's data on the modelled HDD: files are spread over the
+/// platter so that switching files costs a seek, as it would on a real disk.
+pub(super) fn hdd_addr(file: u64, offset: u64) -> u64 {
+    (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24 << 20).wrapping_add(offset)
+}
+
+impl Core {
+    pub(super) fn now(&self) -> u64 {
+        self.t0.elapsed().as_nanos() as u64
+    }
+
+    /// Sleep until the modelled completion time `until` (virtual ns since start).
+    pub(super) fn wait_until(&self, until: u64) {
+        let now = self.now();
+        if until > now {
+            std::thread::sleep(Duration::from_nanos(until - now));
+        }
+    }
+
+    /// Charge one access to a device: modelled (completion time returned) or real
+    /// (the closure's measured time recorded).
+    pub(super) fn charge<T>(
+        &self,
+        dev: &mut Device,
+        op: Op,
+        addr: u64,
+        len: u64,
+        io: impl FnOnce() -> io::Result<T>,
+    ) -> io::Result<(T, u64)> {
+        if matches!(dev.model(), Model::None) {
+            let start = self.now();
+            let r = io()?;
+            dev.record(op, len, start, self.now());
+            Ok((r, 0))
+        } else {
+            let r = io()?;
+            Ok((r, dev.submit(self.now(), op, addr, len)))
+        }
+    }
+
+    pub(super) fn ssd_io(
+        &self,
+        inner: &mut Inner,
+        op: Op,
+        slot: u32,
+        within: u64,
+        buf: IoBuf<'_>,
+    ) -> io::Result<u64> {
+        self.ssd_at(inner, op, u64::from(slot) * self.bs + within, buf)
+    }
+
+    /// One access to the slab at byte `off` (one or more adjacent slots).
+    pub(super) fn ssd_at(
+        &self,
+        inner: &mut Inner,
+        op: Op,
+        off: u64,
+        buf: IoBuf<'_>,
+    ) -> io::Result<u64> {
+        let len = buf.len() as u64;
+        let store = &self.store;
+        let (_, t) = self.charge(&mut inner.ssd, op, off, len, || match buf {
+            IoBuf::Read(b) => {
+                // The slab is sized to hold every slot: a short read is past its end.
+                let got = read_full(store, b, off)?;
+                b[got..].fill(0);
+                Ok(())
+            }
+            IoBuf::Write(b) => store.write_all_at(b, off),
+        })?;
+        Ok(t)
+    }
+
+    pub(super) fn hdd_io(
+        &self,
+        inner: &mut Inner,
+        op: Op,
+        file: &File,
+        id: u64,
+        off: u64,
+        buf: IoBuf<'_>,
+    ) -> io::Result<(usize, u64)> {
+        let len = buf.len() as u64;
+        self.charge(&mut inner.hdd, op, hdd_addr(id, off), len, || match buf {
+            IoBuf::Read(b) => read_full(file, b, off),
+            IoBuf::Write(b) => file.write_all_at(b, off).map(|_| b.len()),
+        })
+    }
+
+    pub(super) fn ssd_read_run(
+        &self,
+        inner: &mut Inner,
+        run: Run,
+        out: &mut [u8],
+    ) -> io::Result<u64> {
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let dst = &mut out[run.buf..][..run.len];
+        self.ssd_at(inner, Op::Read, run.dev, IoBuf::Read(dst))
+    }
+}
+
+pub(super) enum IoBuf<'a> {
+    Read(&'a mut [u8]),
+    Write(&'a [u8]),
+}
+
+impl IoBuf<'_> {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            IoBuf::Read(b) => b.len(),
+            IoBuf::Write(b) => b.len(),
+        }
+    }
+}
+
+/// Read as much of `buf` as the file holds at `off`; returns the bytes read (short at
+/// the end of the file).
+fn read_full(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], off + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}

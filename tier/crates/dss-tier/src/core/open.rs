@@ -1,0 +1,171 @@
+//! Mounting the cache: replaying the journal a previous daemon left on the SSD.
+
+use super::state::{Core, Inner, SYNC_BATCH};
+use crate::anchors::Anchors;
+use crate::journal::{self, Journal, Record};
+use crate::layout::{JOURNAL, SLAB};
+use dss_engine::device::{Device, Model};
+use dss_engine::policy::Classify;
+use dss_engine::{Cache, Resolved};
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::Path;
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+/// What a mount found in the journal and did with it.
+#[derive(Debug, Default)]
+pub struct Replay {
+    pub restored: u32,
+    /// Dirty records whose file no longer exists (no anchor).
+    pub orphaned: u32,
+    pub corrupt: u32,
+    pub clean_dropped: u32,
+    /// Clean blocks kept from a clean unmount (warm start).
+    pub clean_restored: u32,
+    /// Dirty blocks written back because the cache geometry changed.
+    pub written_back: u32,
+    pub previous_clean: bool,
+}
+
+impl Core {
+    /// Open the cache on the SSD directory `ssd_dir` in front of `hdd_root`: replay the
+    /// journal (restoring every block whose only copy is on the SSD) and mark it in use.
+    /// With `warm`, the clean blocks of a cache that was unmounted cleanly are kept too:
+    /// the caller vouches that the HDD directory did not change while it was unmounted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        resolved: &Resolved,
+        policy_name: &str,
+        classify: Classify,
+        cache_bytes: u64,
+        ssd_dir: &Path,
+        hdd_root: &Path,
+        ssd_model: &str,
+        hdd_model: &str,
+        warm: bool,
+    ) -> io::Result<(Core, Replay)> {
+        let cfg = resolved.cache_config(cache_bytes);
+        let bs = u64::from(resolved.block_size);
+        let parse =
+            |m: &str| Model::parse(m).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
+        let (ssd, hdd) = (
+            Device::new(parse(ssd_model)?),
+            Device::new(parse(hdd_model)?),
+        );
+        let anchors = Anchors::open(hdd_root)?;
+        let store = journal::open_rw_create(&ssd_dir.join(SLAB))?;
+        let jfile = journal::open_rw_create(&ssd_dir.join(JOURNAL))?;
+        let mut replay = Replay::default();
+        let loaded = match journal::load(&jfile)? {
+            Some(Ok(l)) => Some(l),
+            Some(Err(e)) => {
+                return Err(io::Error::other(format!(
+                    "{}: {e}; run `dss-tier fsck --repair`",
+                    ssd_dir.join(JOURNAL).display()
+                )));
+            }
+            None => None,
+        };
+        let same_geometry = loaded.as_ref().is_some_and(|l| {
+            l.header.block_size == resolved.block_size && l.header.entries == cfg.entries
+        });
+        if let Some(l) = &loaded
+            && !same_geometry
+        {
+            // Another geometry: move its dirty blocks home first, then start afresh.
+            let r = crate::fsck::write_back_all(&store, l, &anchors)?;
+            replay.written_back = r.written;
+            replay.orphaned = r.orphaned;
+        }
+        store.set_len(u64::from(cfg.entries) * bs)?;
+        let mut cache = Cache::new(resolved, cfg);
+        cache.track_changes(true);
+        let mut dirty_count: HashMap<u64, u32> = HashMap::new();
+        let mut keep: HashSet<u64> = HashSet::new();
+        let journal = match loaded {
+            Some(l) if same_geometry => {
+                replay.previous_clean = l.header.clean;
+                replay.corrupt = l.corrupt.len() as u32;
+                let mut j = Journal::create_from(jfile.try_clone()?, &l)?;
+                for &slot in &l.corrupt {
+                    j.set(slot, &Record::EMPTY);
+                }
+                for &(slot, rec) in &l.records {
+                    if !rec.is_dirty() {
+                        // A clean unmount synced the slab before it marked the journal
+                        // clean, so its clean copies are sound as long as the HDD copy did
+                        // not move on meanwhile, which only the operator can vouch for.
+                        if warm && l.header.clean && cache.restore(slot, rec.key, rec.class, false)
+                        {
+                            replay.clean_restored += 1;
+                            continue;
+                        }
+                        // Clean copies are not worth the doubt after a crash: the HDD
+                        // has the data.
+                        replay.clean_dropped += 1;
+                        j.set(slot, &Record::EMPTY);
+                        continue;
+                    }
+                    let ok = anchors.open_file(rec.key.file).and_then(|f| {
+                        let end = rec.key.index * bs + u64::from(rec.valid);
+                        if f.metadata()?.len() < end {
+                            f.set_len(end)?;
+                        }
+                        Ok(())
+                    });
+                    if ok.is_err() || !cache.restore(slot, rec.key, rec.class, true) {
+                        replay.orphaned += 1;
+                        j.set(slot, &Record::EMPTY);
+                        continue;
+                    }
+                    replay.restored += 1;
+                    *dirty_count.entry(rec.key.file).or_default() += 1;
+                    keep.insert(rec.key.file);
+                }
+                j
+            }
+            _ => Journal::create(jfile.try_clone()?, resolved.block_size, cfg.entries)?,
+        };
+        // Anchors of files with nothing left to write back.
+        for ino in anchors.list()? {
+            if !keep.contains(&ino) {
+                anchors.remove(ino)?;
+            }
+        }
+        let inner = Inner {
+            cache,
+            ssd,
+            hdd,
+            files: HashMap::new(),
+            victims: Vec::with_capacity(SYNC_BATCH),
+            journal,
+            dirty_count,
+            unanchor: Vec::new(),
+            hdd_dirty: HashSet::new(),
+        };
+        let core = Core {
+            inner: Mutex::new(inner),
+            wake: Condvar::new(),
+            store,
+            journal_file: jfile,
+            anchors,
+            anchored: Mutex::new(keep),
+            bs,
+            slab_bytes: u64::from(cfg.entries) * bs,
+            t0: Instant::now(),
+            mode: resolved.mode.to_string(),
+            policy_name: policy_name.to_string(),
+            classify,
+            ssd_model: ssd_model.to_string(),
+            hdd_model: hdd_model.to_string(),
+        };
+        {
+            let mut g = core.inner.lock().unwrap();
+            core.commit(&mut g, None)?;
+            core.store.sync_data()?;
+            g.journal.set_clean(false)?;
+        }
+        Ok((core, replay))
+    }
+}

@@ -1,0 +1,72 @@
+//! The tier's state: the engine and the device models under one lock (`Inner`), and
+//! what lives beside them without it (`Core`).
+
+use crate::anchors::Anchors;
+use crate::journal::Journal;
+use dss_engine::device::Device;
+use dss_engine::policy::Classify;
+use dss_engine::{Cache, Victim};
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+/// Metadata pseudo-files: block keys with this bit set stand for inode, directory and
+/// xattr updates, so that file-system metadata is charged through the same cache.
+pub(super) const META: u64 = 1 << 63;
+
+/// Blocks the syncer writes back per batch (per lock hold).
+pub(super) const SYNC_BATCH: usize = 64;
+
+/// What the engine lock covers: the engine and everything its decisions change at once.
+pub(super) struct Inner {
+    pub(super) cache: Cache,
+    pub(super) ssd: Device,
+    pub(super) hdd: Device,
+    /// Writable descriptors of files with dirty blocks, for the syncer.
+    pub(super) files: HashMap<u64, Arc<File>>,
+    pub(super) victims: Vec<Victim>,
+    pub(super) journal: Journal,
+    /// Dirty or pinned blocks per file, as journalled.
+    pub(super) dirty_count: HashMap<u64, u32>,
+    /// Files whose last dirty block is gone: their anchors go once that is durable.
+    pub(super) unanchor: Vec<u64>,
+    /// Files written on the HDD (data, size) since their last HDD sync.
+    pub(super) hdd_dirty: HashSet<u64>,
+}
+
+/// The cache of one mount, shared by the FUSE threads and the syncer.
+pub struct Core {
+    pub(super) inner: Mutex<Inner>,
+    pub(super) wake: Condvar,
+    pub(super) store: File,
+    /// The journal's file, for syncing it without holding the lock.
+    pub(super) journal_file: File,
+    pub(super) anchors: Anchors,
+    /// Files that have an anchor (read without the engine lock, for link counts).
+    pub(super) anchored: Mutex<HashSet<u64>>,
+    pub(super) bs: u64,
+    /// The slab's size: the journal follows it on the modelled SSD.
+    pub(super) slab_bytes: u64,
+    pub(super) t0: Instant,
+    pub(super) mode: String,
+    pub(super) policy_name: String,
+    pub(super) classify: Classify,
+    pub(super) ssd_model: String,
+    pub(super) hdd_model: String,
+}
+
+impl Core {
+    pub fn block_size(&self) -> u32 {
+        self.bs as u32
+    }
+
+    pub fn default_class(&self, name: &str, size: u64) -> u8 {
+        self.classify.file_class(name, size)
+    }
+
+    /// True when the HDD holds an anchor link for `ino` (one of its links is ours).
+    pub fn is_anchored(&self, ino: u64) -> bool {
+        self.anchored.lock().unwrap().contains(&ino)
+    }
+}

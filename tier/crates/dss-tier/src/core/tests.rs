@@ -1,0 +1,446 @@
+//! Crash and replay without FUSE: dropping a `Core` without `shutdown` is what a
+//! kill of the daemon leaves (the page cache keeps what was written out).
+use super::Core;
+use super::open::Replay;
+use crate::journal;
+use crate::layout::JOURNAL;
+use dss_engine::{Mode, Policy};
+use std::fs::File;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const POLICY: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/reference.toml"));
+
+struct Dirs(PathBuf);
+
+impl Dirs {
+    fn new(name: &str) -> Dirs {
+        let d = std::env::temp_dir().join(format!("dss-core-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("ssd")).unwrap();
+        std::fs::create_dir_all(d.join("hdd")).unwrap();
+        Dirs(d)
+    }
+    fn ssd(&self) -> PathBuf {
+        self.0.join("ssd")
+    }
+    fn hdd(&self) -> PathBuf {
+        self.0.join("hdd")
+    }
+    fn open(&self, cache: u64, mode: Mode) -> (Core, Replay) {
+        self.open_warm(cache, mode, false)
+    }
+    fn open_warm(&self, cache: u64, mode: Mode, warm: bool) -> (Core, Replay) {
+        self.open_models(cache, mode, warm, "none")
+    }
+    fn open_models(&self, cache: u64, mode: Mode, warm: bool, ssd: &str) -> (Core, Replay) {
+        let p = Policy::parse(POLICY).unwrap();
+        let r = p.resolve(Some(mode));
+        Core::open(
+            &r,
+            "t",
+            p.classify.clone(),
+            cache,
+            &self.ssd(),
+            &self.hdd(),
+            ssd,
+            "none",
+            warm,
+        )
+        .unwrap()
+    }
+    /// File `name` written with class 24 by a tier in `mode`, unmounted cleanly.
+    fn written_and_unmounted(&self, name: &str, mode: Mode, data: &[u8]) -> Arc<File> {
+        let (f, _) = self.file(name);
+        let (core, _) = self.open(1 << 20, mode);
+        core.write(&f, 24, 0, data).unwrap();
+        let _held = core.shutdown().unwrap();
+        f
+    }
+    fn file(&self, name: &str) -> (Arc<File>, u64) {
+        let f = journal::open_rw_create(&self.hdd().join(name)).unwrap();
+        let ino = f.metadata().unwrap().ino();
+        (Arc::new(f), ino)
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn ssd_writes(core: &Core) -> (u64, u64) {
+    let s = &core.stats().devices["ssd"];
+    (s.write_ops, s.write_bytes)
+}
+
+#[test]
+fn an_fsync_charges_the_journal_pages_it_makes_durable_to_the_ssd_model() {
+    let d = Dirs::new("journal-charge");
+    let (core, _) = d.open_models(1 << 20, Mode::Dss, false, "intel710");
+    let (f, ino) = d.file("a");
+    core.write(&f, 24, 0, &pattern(4096, 3)).unwrap();
+    let written = ssd_writes(&core);
+    core.sync_file(ino, &f, false).unwrap();
+    let synced = ssd_writes(&core);
+    // The block's dirty record sits in the journal's first page.
+    assert_eq!(synced, (written.0 + 1, written.1 + 4096));
+    // Nothing new in the journal: a second fsync makes nothing more durable.
+    core.sync_file(ino, &f, false).unwrap();
+    assert_eq!(ssd_writes(&core), synced);
+    // Rewrites between two syncs are charged once, when the sync makes them durable.
+    for round in 0..3 {
+        core.write(&f, 24 + round, 4096, &pattern(4096, round))
+            .unwrap();
+    }
+    let before = ssd_writes(&core);
+    core.sync_file(ino, &f, false).unwrap();
+    assert_eq!(ssd_writes(&core), (before.0 + 1, before.1 + 4096));
+}
+
+#[test]
+fn fsynced_blocks_survive_a_crash_and_reach_the_hdd_later() {
+    let d = Dirs::new("fsync");
+    let data = pattern(10_000, 1);
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let (f, ino) = d.file("a");
+        core.write(&f, 24, 0, &data).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+        let on_hdd = std::fs::read(d.hdd().join("a")).unwrap();
+        assert_ne!(
+            on_hdd, data,
+            "fsync did not write back: the SSD holds the data"
+        );
+        assert!(
+            d.hdd()
+                .join(".dss-tier/anchors")
+                .join(ino.to_string())
+                .exists()
+        );
+    }
+    // The daemon is gone; a new one replays the journal.
+    let (core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!(replay.restored, 3);
+    assert!(!replay.previous_clean);
+    let (f, ino) = d.file("a");
+    assert_eq!(core.read(&f, 24, 0, 20_000).unwrap(), data);
+    assert_eq!(core.stats().classes["24"].dirty_bytes, 3 * 4096);
+    let _held = core.shutdown().unwrap();
+    assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+    assert!(
+        !d.hdd()
+            .join(".dss-tier/anchors")
+            .join(ino.to_string())
+            .exists(),
+        "no anchor once nothing is dirty"
+    );
+}
+
+/// (read, write) operations of device `dev` ("ssd" or "hdd").
+fn dev_ops(core: &Core, dev: &str) -> (u64, u64) {
+    let s = &core.stats().devices[dev];
+    (s.read_ops, s.write_ops)
+}
+
+#[test]
+fn adjacent_slots_move_in_one_call_and_scattered_ones_stay_intact() {
+    let d = Dirs::new("runs");
+    let (core, _) = d.open(1 << 20, Mode::Dss);
+    let ((a, _), (b, _), (c, ino_c)) = (d.file("a"), d.file("b"), d.file("c"));
+    // Two files written block by block in turn: their slots alternate.
+    for i in 0..8u64 {
+        core.write(&a, 24, i * 4096, &pattern(4096, i as u8))
+            .unwrap();
+        core.write(&b, 24, i * 4096, &pattern(4096, 100 + i as u8))
+            .unwrap();
+    }
+    let (r0, w0) = dev_ops(&core, "ssd");
+    let data = pattern(8 * 4096, 7);
+    core.write(&a, 24, 0, &data).unwrap();
+    assert_eq!(
+        dev_ops(&core, "ssd").1 - w0,
+        8,
+        "eight hits on every other slot"
+    );
+    assert_eq!(core.read(&a, 24, 0, 8 * 4096).unwrap(), data);
+    assert_eq!(dev_ops(&core, "ssd").0 - r0, 8);
+    for i in 0..8u64 {
+        let got = core.read(&b, 24, i * 4096, 4096).unwrap();
+        assert_eq!(got, pattern(4096, 100 + i as u8), "block {i} of b");
+    }
+    // Sixteen fresh blocks take sixteen adjacent free slots: one write, one read.
+    let (r0, w0) = dev_ops(&core, "ssd");
+    let big = pattern(16 * 4096, 3);
+    core.write(&c, 24, 0, &big).unwrap();
+    assert_eq!(core.read(&c, 24, 0, big.len()).unwrap(), big);
+    assert_eq!(dev_ops(&core, "ssd"), (r0 + 1, w0 + 1));
+    // Truncation frees them so that a rewrite gets them back in order.
+    core.truncate(ino_c, &c, big.len() as u64, 0).unwrap();
+    let (_, w0) = dev_ops(&core, "ssd");
+    let again = pattern(16 * 4096, 4);
+    core.write(&c, 24, 0, &again).unwrap();
+    assert_eq!(dev_ops(&core, "ssd").1, w0 + 1);
+    assert_eq!(core.read(&c, 24, 0, again.len()).unwrap(), again);
+}
+
+#[test]
+fn read_fills_of_adjacent_blocks_move_in_one_call_each_way() {
+    use std::os::unix::fs::FileExt;
+    let d = Dirs::new("fills");
+    let (core, _) = d.open(1 << 20, Mode::Dss);
+    let (f, _) = d.file("f");
+    // On the HDD only, 16 blocks and a tail: every block read misses and is filled.
+    let data = pattern(16 * 4096 + 100, 9);
+    f.write_all_at(&data, 0).unwrap();
+    let (h0, s0) = (dev_ops(&core, "hdd"), dev_ops(&core, "ssd"));
+    // Unaligned at both ends: from inside block 0 to the file's end.
+    assert_eq!(core.read(&f, 24, 10, 1 << 20).unwrap(), data[10..]);
+    assert_eq!(
+        dev_ops(&core, "hdd").0 - h0.0,
+        1,
+        "one HDD read for 17 blocks"
+    );
+    assert_eq!(
+        dev_ops(&core, "ssd").1 - s0.1,
+        1,
+        "one slab write for 17 blocks"
+    );
+    assert_eq!(core.stats().classes["24"].misses, 17);
+    // All of it is cached now: read back from the slab alone.
+    let (h1, s1) = (dev_ops(&core, "hdd"), dev_ops(&core, "ssd"));
+    assert_eq!(core.read(&f, 24, 0, data.len()).unwrap(), data);
+    assert_eq!(core.read(&f, 24, 4095, 2).unwrap(), data[4095..4097]);
+    assert_eq!(dev_ops(&core, "hdd"), h1);
+    assert_eq!(dev_ops(&core, "ssd").0 - s1.0, 2);
+}
+
+#[test]
+fn unaligned_writes_keep_the_bytes_around_them() {
+    let d = Dirs::new("unaligned");
+    let (f, ino) = d.file("a");
+    let old = pattern(40_000, 5);
+    std::fs::write(d.hdd().join("a"), &old).unwrap();
+    let (core, _) = d.open(1 << 20, Mode::Dss);
+    // Starts and ends inside blocks that only the HDD holds so far.
+    let new = pattern(20_000, 9);
+    core.write(&f, 24, 3000, &new).unwrap();
+    let mut want = old.clone();
+    want[3000..23_000].copy_from_slice(&new);
+    assert_eq!(core.read(&f, 24, 0, 50_000).unwrap(), want);
+    // And once more across the cached blocks and past the end of the file.
+    let tail = pattern(10_000, 11);
+    core.write(&f, 24, 35_000, &tail).unwrap();
+    want.resize(45_000, 0);
+    want[35_000..].copy_from_slice(&tail);
+    assert_eq!(core.read(&f, 24, 0, 50_000).unwrap(), want);
+    core.flush_file(ino, 45_000).unwrap();
+    assert_eq!(core.stats().dirty_entries, 0);
+    assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), want);
+}
+
+#[test]
+fn clean_copies_are_never_served_after_a_restart() {
+    let d = Dirs::new("clean");
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let (f, _) = d.file("a");
+        core.write(&f, 24, 0, &pattern(4096, 1)).unwrap();
+        core.flush_all().unwrap();
+        assert_eq!(core.stats().classes["24"].clean_bytes, 4096);
+    }
+    // The HDD copy moves on after the cache called its copy clean.
+    let newer = pattern(4096, 2);
+    std::fs::write(d.hdd().join("a"), &newer).unwrap();
+    let (core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!((replay.restored, replay.clean_dropped), (0, 1));
+    let (f, _) = d.file("a");
+    assert_eq!(core.read(&f, 24, 0, 4096).unwrap(), newer);
+}
+
+#[test]
+fn blocks_of_deleted_files_are_dropped_not_written_back() {
+    let d = Dirs::new("deleted");
+    let (f, ino) = d.file("a");
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        core.write(&f, 24, 0, &pattern(8192, 1)).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+        core.discard_file(ino, 8192);
+        std::fs::remove_file(d.hdd().join("a")).unwrap();
+    }
+    let (_core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!(replay.restored, 0);
+    assert!(
+        std::fs::read_dir(d.hdd().join(".dss-tier/anchors"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "the stale anchor went at mount"
+    );
+}
+
+#[test]
+fn truncation_and_size_survive_through_the_journal() {
+    let d = Dirs::new("size");
+    let (f, ino) = d.file("a");
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        core.write(&f, 24, 0, &pattern(10_000, 3)).unwrap();
+        core.truncate(ino, &f, 10_000, 5000).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+    }
+    // Even an HDD that lost the size (it was never synced there) gets it back.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.hdd().join("a"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let (core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!(replay.restored, 2);
+    let (f, _) = d.file("a");
+    assert_eq!(f.metadata().unwrap().len(), 5000);
+    assert_eq!(
+        core.read(&f, 24, 0, 20_000).unwrap(),
+        pattern(10_000, 3)[..5000]
+    );
+}
+
+#[test]
+fn pinned_blocks_stay_on_the_ssd_across_a_clean_unmount() {
+    let d = Dirs::new("pinned");
+    let data = pattern(4096, 9);
+    let f = d.written_and_unmounted("a", Mode::Ssd, &data);
+    assert_ne!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+    let (core, replay) = d.open(1 << 20, Mode::Ssd);
+    assert!(replay.previous_clean);
+    assert_eq!(replay.restored, 1);
+    assert_eq!(core.read(&f, 24, 0, 4096).unwrap(), data);
+    assert_eq!(core.stats().pinned_entries, 1);
+}
+
+#[test]
+fn a_new_geometry_writes_the_old_cache_back_first() {
+    let d = Dirs::new("geometry");
+    let data = pattern(6000, 4);
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let (f, ino) = d.file("a");
+        core.write(&f, 24, 0, &data).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+    }
+    let (_core, replay) = d.open(2 << 20, Mode::Dss);
+    assert_eq!((replay.written_back, replay.restored), (2, 0));
+    assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+}
+
+#[test]
+fn fsck_reports_and_repairs_a_crashed_cache() {
+    let d = Dirs::new("fsck");
+    let data = pattern(9000, 5);
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        let (f, ino) = d.file("a");
+        core.write(&f, 24, 0, &data).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+    }
+    let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), false).unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert!(r.notes.iter().any(|n| n.contains("unclean")));
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("class 24: 0 clean, 3 dirty"))
+    );
+    // Damage one record: fsck notices.
+    let j = std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.ssd().join(JOURNAL))
+        .unwrap();
+    j.write_all_at(&[0xAB; 4], journal::HEADER + 32 * 100 + 4)
+        .unwrap();
+    let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), false).unwrap();
+    assert!(r.problems.iter().any(|p| p.contains("checksum")));
+    let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), true).unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("3 blocks written back")));
+    assert_eq!(std::fs::read(d.hdd().join("a")).unwrap(), data);
+    let r = crate::fsck::fsck(&d.ssd(), &d.hdd(), false).unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let (_core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!(replay.restored, 0);
+}
+
+#[test]
+fn reads_move_blocks_to_the_files_current_size_bucket_and_no_other_class() {
+    let d = Dirs::new("resize");
+    let (core, _) = d.open(1 << 20, Mode::Dss);
+    let cached = |class: &str| {
+        let s = core.stats();
+        s.classes
+            .get(class)
+            .map_or(0, |c| (c.clean_bytes + c.dirty_bytes) / 4096)
+    };
+    // Written while the file was one block (bucket <= 4 KiB, class 11), then grown
+    // to 100 KiB (bucket <= 256 KiB, class 14).
+    let (a, _) = d.file("a");
+    core.write(&a, 11, 0, &pattern(4096, 1)).unwrap();
+    core.write(&a, 14, 4096, &pattern(96 * 1024, 2)).unwrap();
+    assert_eq!((cached("11"), cached("14")), (1, 24));
+    // A read by a name rule's class (5) is not by size: nothing moves.
+    core.read(&a, 5, 0, 4096).unwrap();
+    assert_eq!((cached("11"), cached("14")), (1, 24));
+    // A read by the current size bucket moves the early block along.
+    assert_eq!(
+        core.read(&a, 14, 0, 8192).unwrap()[..4096],
+        pattern(4096, 1)
+    );
+    assert_eq!((cached("11"), cached("14")), (0, 25));
+    // A client's class stays whatever the size-classified reader says.
+    let (b, _) = d.file("b");
+    core.write(&b, 25, 0, &pattern(8192, 3)).unwrap();
+    core.read(&b, 14, 0, 8192).unwrap();
+    assert_eq!((cached("25"), cached("14")), (2, 25));
+}
+
+#[test]
+fn a_warm_start_keeps_the_clean_blocks_of_a_clean_unmount_only() {
+    let d = Dirs::new("warm");
+    let data = pattern(10_000, 7);
+    let f = d.written_and_unmounted("a", Mode::Dss, &data);
+    // Cold (the default): the clean copies are dropped.
+    {
+        let (core, replay) = d.open(1 << 20, Mode::Dss);
+        assert_eq!((replay.clean_restored, replay.clean_dropped), (0, 3));
+        assert_eq!(
+            core.stats().classes.get("24").map_or(0, |c| c.clean_bytes),
+            0
+        );
+        // Read back into the cache, then unmounted cleanly again.
+        assert_eq!(core.read(&f, 24, 0, 10_000).unwrap(), data);
+        let _held = core.shutdown().unwrap();
+    }
+    // Warm: kept, and served without touching the HDD.
+    {
+        let (core, replay) = d.open_warm(1 << 20, Mode::Dss, true);
+        assert!(replay.previous_clean);
+        assert_eq!((replay.clean_restored, replay.clean_dropped), (3, 0));
+        assert_eq!(core.stats().classes["24"].clean_bytes, 3 * 4096);
+        let hdd_reads = dev_ops(&core, "hdd").0;
+        assert_eq!(core.read(&f, 24, 0, 10_000).unwrap(), data);
+        assert_eq!(dev_ops(&core, "hdd").0, hdd_reads);
+        core.flush_all().unwrap();
+        // The daemon dies without unmounting: clean records, an unclean journal.
+    }
+    let (_core, replay) = d.open_warm(1 << 20, Mode::Dss, true);
+    assert!(!replay.previous_clean);
+    assert_eq!(replay.clean_restored, 0);
+}

@@ -1,0 +1,15 @@
+//! The FUSE adapter: a passthrough namespace over the HDD directory whose file data goes
+//! through the cache (`crate::core`).
+//!
+//! `tierfs` holds the filesystem's state, `filesystem` answers the FUSE requests,
+//! `nodes` is the inode table, `handles` the open handles, and `convert` turns HDD-side
+//! values into FUSE's.
+
+mod convert;
+mod filesystem;
+mod handles;
+mod nodes;
+mod tierfs;
+
+pub use filesystem::{CONTENT_XATTR, STATS_XATTR};
+pub use tierfs::TierFs;

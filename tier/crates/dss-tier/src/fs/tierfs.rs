@@ -1,0 +1,192 @@
+//! The filesystem's state: the HDD directory it passes through, the inodes and handles
+//! the kernel holds, and the cache its file data goes through.
+
+use super::convert::{errno, kind_of, time};
+use super::handles::{Handle, Handles, libc_o};
+use super::nodes::{Node, Nodes};
+use crate::core::{Core, MetaKind};
+use crate::ioctl::Ioctls;
+use fuser::{Errno, FileAttr, FileType, Generation, INodeNo, ReplyEntry};
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Attribute and entry cache lifetime. Short: the HDD directory is ours alone, but
+/// sizes of files being written change under the kernel's feet otherwise.
+pub(super) const TTL: Duration = Duration::from_secs(1);
+
+/// The filesystem of one mount.
+pub struct TierFs {
+    pub(super) root: PathBuf,
+    pub(super) nodes: Mutex<Nodes>,
+    pub(super) handles: Handles,
+    /// Inodes written through a direct handle since their last page-cached open: that
+    /// open must drop what the page cache holds of them.
+    pub(super) direct_written: Mutex<HashSet<u64>>,
+    /// The kernel takes ENOSYS from opendir as "no directory handles needed".
+    pub(super) no_opendir: bool,
+    pub(super) core: Arc<Core>,
+    pub(super) ioctls: Ioctls,
+}
+
+impl TierFs {
+    pub fn new(root: PathBuf, core: Arc<Core>, ioctls: Ioctls) -> io::Result<TierFs> {
+        let root_ino = fs::metadata(&root)?.ino();
+        Ok(TierFs {
+            nodes: Mutex::new(Nodes::new(root.clone(), root_ino)),
+            root,
+            handles: Handles::new(),
+            direct_written: Mutex::new(HashSet::new()),
+            no_opendir: false,
+            core,
+            ioctls,
+        })
+    }
+
+    pub(super) fn fuse_ino(&self, hdd_ino: u64) -> u64 {
+        let root = self.nodes.lock().unwrap().root_ino;
+        if hdd_ino == root {
+            1
+        } else if hdd_ino == 1 {
+            // Collides with the FUSE root; the HDD root already owns 1 here.
+            root
+        } else {
+            hdd_ino
+        }
+    }
+
+    pub(super) fn path(&self, ino: INodeNo) -> Result<PathBuf, Errno> {
+        self.nodes
+            .lock()
+            .unwrap()
+            .map
+            .get(&ino.0)
+            .map(|n| n.path.clone())
+            .ok_or(Errno::ENOENT)
+    }
+
+    pub(super) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
+        Ok(self.path(parent)?.join(name))
+    }
+
+    pub(super) fn attr(&self, md: &fs::Metadata) -> FileAttr {
+        FileAttr {
+            ino: INodeNo(self.fuse_ino(md.ino())),
+            size: md.size(),
+            blocks: md.blocks(),
+            atime: time(md.atime(), md.atime_nsec()),
+            mtime: time(md.mtime(), md.mtime_nsec()),
+            ctime: time(md.ctime(), md.ctime_nsec()),
+            crtime: time(md.ctime(), md.ctime_nsec()),
+            kind: kind_of(md.file_type()),
+            perm: (md.mode() & 0o7777) as u16,
+            // The anchor link is the tier's, not the user's.
+            nlink: (md.nlink() - u64::from(md.is_file() && self.core.is_anchored(md.ino()))) as u32,
+            uid: md.uid(),
+            gid: md.gid(),
+            rdev: md.rdev() as u32,
+            blksize: self.core.block_size(),
+            flags: 0,
+        }
+    }
+
+    /// Stat `path` and remember it as an inode the kernel now knows.
+    pub(super) fn remember(&self, path: PathBuf) -> Result<FileAttr, Errno> {
+        let md = fs::symlink_metadata(&path).map_err(errno)?;
+        let attr = self.attr(&md);
+        let mut nodes = self.nodes.lock().unwrap();
+        let node = nodes.map.entry(attr.ino.0).or_insert(Node {
+            path: path.clone(),
+            links: Vec::new(),
+            lookups: 0,
+        });
+        if node.path != path && !node.links.contains(&path) {
+            let old = std::mem::replace(&mut node.path, path);
+            if fs::symlink_metadata(&old).is_ok_and(|m| self.fuse_ino(m.ino()) == attr.ino.0) {
+                node.links.push(old);
+            }
+        }
+        node.lookups += 1;
+        Ok(attr)
+    }
+
+    /// Class of data I/O on `h`: its own, or the policy's default for the file.
+    pub(super) fn data_class(&self, h: &Handle) -> u8 {
+        match h.class.load(Ordering::Relaxed) {
+            0 => {
+                let size = h.file.metadata().map(|m| m.size()).unwrap_or(0);
+                self.core.default_class(&h.name.to_string_lossy(), size)
+            }
+            c => c,
+        }
+    }
+
+    pub(super) fn file_id(md: &fs::Metadata) -> u64 {
+        md.ino()
+    }
+
+    /// Drop the cached blocks of a file that is losing its last name, so that a later
+    /// file reusing the inode number never sees them. Open handles keep reading: their
+    /// dirty blocks are written back first.
+    pub(super) fn before_last_unlink(&self, path: &Path) {
+        if let Ok(md) = fs::symlink_metadata(path)
+            && md.is_file()
+            && md.nlink() - u64::from(self.core.is_anchored(md.ino())) <= 1
+        {
+            let id = Self::file_id(&md);
+            if self.handles.open_on(md.ino()) {
+                let _ = self.core.flush_file(id, md.size());
+            }
+            self.core.discard_file(id, md.size());
+        }
+    }
+
+    /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
+    pub(super) fn new_entry(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(&Path) -> Result<(), Errno>,
+    ) {
+        let run = || -> Result<FileAttr, Errno> {
+            let path = self.child(parent, name)?;
+            // A new entry changes the parent's directory block and its inode (times,
+            // and the link count for a directory), as a create does.
+            self.core.meta(MetaKind::Directory, parent.0, true);
+            self.core.meta(MetaKind::Inode, parent.0, true);
+            make(&path)?;
+            let attr = self.remember(path)?;
+            self.created(&attr);
+            Ok(attr)
+        };
+        match run() {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub(super) fn created(&self, attr: &FileAttr) {
+        self.core
+            .meta_created(attr.ino.0, attr.kind == FileType::Directory);
+    }
+
+    /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
+    pub(super) fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
+        if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
+            let md = f.metadata().map_err(errno)?;
+            if md.size() > 0 {
+                self.core
+                    .truncate(Self::file_id(&md), f, md.size(), 0)
+                    .map_err(errno)?;
+            }
+        }
+        Ok(())
+    }
+}

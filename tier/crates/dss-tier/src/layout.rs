@@ -1,0 +1,9 @@
+//! The names of the files the tier keeps: the cache's in the SSD directory, and the
+//! directory of its own at the HDD's root.
+
+/// The slab and the journal in the SSD directory.
+pub const SLAB: &str = "cache.slab";
+pub const JOURNAL: &str = "cache.journal";
+
+/// Directory at the HDD's root that the mount hides.
+pub const HIDDEN: &str = ".dss-tier";
