@@ -153,6 +153,29 @@ def test_hard_links(tier: Tier) -> None:
     assert b.read_bytes() == b"changed" + data(10_000, 6)[7:]
 
 
+def test_a_second_name_made_on_the_hdd_is_looked_up(tier: Tier) -> None:
+    """A file the kernel knows by one name, found by another the HDD gained behind the
+    tier's back: the lookup records the new name without hanging the request."""
+    (tier.mnt / "a").write_bytes(b"one file")
+    os.stat(tier.mnt / "a")
+    os.link(tier.hdd / "a", tier.hdd / "b")
+    # In a child, so that a hung request fails this test instead of hanging the run: the
+    # daemon is killed, which ends the request with ENOTCONN.
+    probe = "import os, sys; print(os.stat(sys.argv[1]).st_nlink)"
+    child = subprocess.Popen([sys.executable, "-c", probe, str(tier.mnt / "b")],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        out, _ = child.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        assert tier.proc is not None
+        tier.proc.kill()
+        child.communicate()
+        pytest.fail("a lookup of the second name never returned")
+    assert out.strip() == "2"
+    assert (tier.mnt / "b").read_bytes() == b"one file"
+    assert os.stat(tier.mnt / "a").st_ino == os.stat(tier.mnt / "b").st_ino
+
+
 def test_inode_operations_follow_renames(tier: Tier) -> None:
     """Requests by inode (fsetxattr on an open file) reach the file where it now is: after
     a rename of the file itself, of a hard link to it, and of a directory above it."""

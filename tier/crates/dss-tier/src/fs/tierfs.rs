@@ -50,15 +50,7 @@ impl TierFs {
     }
 
     pub(super) fn fuse_ino(&self, hdd_ino: u64) -> u64 {
-        let root = self.nodes.lock().unwrap().root_ino;
-        if hdd_ino == root {
-            1
-        } else if hdd_ino == 1 {
-            // Collides with the FUSE root; the HDD root already owns 1 here.
-            root
-        } else {
-            hdd_ino
-        }
+        fuse_ino_of(self.nodes.lock().unwrap().root_ino, hdd_ino)
     }
 
     pub(super) fn path(&self, ino: INodeNo) -> Result<PathBuf, Errno> {
@@ -101,6 +93,8 @@ impl TierFs {
         let md = fs::symlink_metadata(&path).map_err(errno)?;
         let attr = self.attr(&md);
         let mut nodes = self.nodes.lock().unwrap();
+        // Read under the guard already held: fuse_ino would take the lock a second time.
+        let root = nodes.root_ino;
         let node = nodes.map.entry(attr.ino.0).or_insert(Node {
             path: path.clone(),
             links: Vec::new(),
@@ -108,7 +102,7 @@ impl TierFs {
         });
         if node.path != path && !node.links.contains(&path) {
             let old = std::mem::replace(&mut node.path, path);
-            if fs::symlink_metadata(&old).is_ok_and(|m| self.fuse_ino(m.ino()) == attr.ino.0) {
+            if fs::symlink_metadata(&old).is_ok_and(|m| fuse_ino_of(root, m.ino()) == attr.ino.0) {
                 node.links.push(old);
             }
         }
@@ -188,5 +182,17 @@ impl TierFs {
             }
         }
         Ok(())
+    }
+}
+
+/// The FUSE inode number of HDD inode `hdd_ino` when the HDD root's is `root`.
+fn fuse_ino_of(root: u64, hdd_ino: u64) -> u64 {
+    if hdd_ino == root {
+        1
+    } else if hdd_ino == 1 {
+        // Collides with the FUSE root; the HDD root already owns 1 here.
+        root
+    } else {
+        hdd_ino
     }
 }
