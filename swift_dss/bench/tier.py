@@ -13,20 +13,23 @@ of files the mount has seen shows as a falling rate.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from swift_dss.bench.report import Figure, ratio_ci
+from swift_dss.mountinfo import mount_type
+from swift_dss.policies import policy_path
+from swift_dss.tierctl import TierError, daemon
+from swift_dss.tierctl.binary import SOURCE_BUILD
+from swift_dss.tierctl.options import MountOptions
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "tier" / "target" / "release" / "dss-tier"
-POLICY = ROOT / "policies" / "reference.toml"
+BIN = SOURCE_BUILD
 MIB = 1 << 20
 FILE_SIZE = 64 * MIB
 SMALL_OPS = 4000
@@ -34,9 +37,7 @@ LANDED_FILES = 4000
 
 
 def mounted(mountpoint: Path) -> bool:
-    mp = str(mountpoint.resolve())
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split(" ")[4] == mp for line in f)
+    return mount_type(mountpoint.resolve()) is not None
 
 
 def seq_write(path: Path, data: bytes) -> float:
@@ -112,17 +113,15 @@ def run(out: Path, rounds: int = 5, progress: Callable[[str], None] = print) -> 
     if not BIN.exists():
         raise RuntimeError(f"{BIN} is not built (make setup)")
     ssd, hdd, mnt = out / "ssd", out / "hdd", out / "mnt"
-    for d in (ssd, hdd, mnt):
-        d.mkdir(parents=True, exist_ok=True)
-    args = [str(BIN), "mount", "--ssd", str(ssd), "--hdd", str(hdd), "--cache-size", "256MiB"]
-    args += ["--policy", str(POLICY), "--ssd-model", "none", "--hdd-model", "none", str(mnt)]
-    daemon = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    options = MountOptions(
+        cache_size="256MiB", policy=policy_path("reference"), ssd_model="none", hdd_model="none"
+    )
+    tier = daemon.spawn(str(BIN), ssd, hdd, mnt, options, log=None)
     try:
-        deadline = time.monotonic() + 30
-        while not mounted(mnt):
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("dss-tier did not mount")
-            time.sleep(0.02)
+        try:
+            daemon.wait_mounted(tier)
+        except TierError:
+            raise RuntimeError("dss-tier did not mount") from None
         (hdd / "native").mkdir(exist_ok=True)
         targets = {"ours": mnt / "bench.dat", "baseline": hdd / "native" / "bench.dat"}
         results: dict[str, dict[str, list[float]]] = {
@@ -149,9 +148,7 @@ def run(out: Path, rounds: int = 5, progress: Callable[[str], None] = print) -> 
         ]
     finally:
         if mounted(mnt):
-            subprocess.run([str(BIN), "umount", str(mnt)], check=False, capture_output=True)
-        try:
-            daemon.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+            with contextlib.suppress(TierError):
+                daemon.clean_umount(mnt, binary=BIN)
+        daemon.stop(tier, timeout=120)
+        daemon.reap()

@@ -24,7 +24,7 @@ from swift.common.utils import config_true_value
 from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices
-from swift_dss.deploy.saio import PIPELINE, ini_lines, ini_value, render_text
+from swift_dss.deploy.swift_config import PIPELINE, ini_lines, ini_value, render_text
 
 #: Storage node daemons: (unit name, console script, config file).
 STORAGE_DAEMONS = (

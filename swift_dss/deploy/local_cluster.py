@@ -23,27 +23,26 @@ Layout of DIR:
     nodes/sN/backing/    tier modes: a tmpfs with d1's emulated SSD and HDD (d1/ssd, d1/hdd)
     nodes/sN/log/        one log per process, Swift's access log included
     nodes/sN/dssio-record.jsonl   every object I/O with its class (dssio_backend = record)
+
+The settings are `LocalClusterConfig` (local_cluster_config.py); the nodes' devices and
+their tiers are the base class `NodeDevices` (local_devices.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import json
-import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swift_dss.deploy import swiftrun
-from swift_dss.deploy.cluster_config import ClusterConfig
+from swift_dss.deploy.devices import release_devices, wait_tier_mounted
 from swift_dss.deploy.generate import (
     NodePaths,
     build_cluster_rings,
@@ -51,99 +50,20 @@ from swift_dss.deploy.generate import (
     storage_configs,
 )
 from swift_dss.deploy.inventory import Cluster, Device, Inventory, ProxyNode, StorageNode
+from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConfig
+from swift_dss.deploy.local_devices import DEVICE, NodeDevices
 from swift_dss.deploy.netns import NetnsError, Network
 from swift_dss.deploy.probes import free_ports, http, rss_kib, tcp_answers
-from swift_dss.deploy.process_cluster import ProcessCluster
 from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
-from swift_dss.deploy.saio import (
-    SaioConfig,
-    SaioError,
-    current_user,
-    mount_tier,
-    mount_tmpfs,
-    mount_type,
-    read_proc,
-    release_devices,
-    run_quiet,
-    tier_binary,
-    tier_stats,
-    wait_tier_mounted,
-)
-from swift_dss.dssio.detect import TIER_FSTYPE
+from swift_dss.deploy.swift_config import current_user
 
 STATE_FILE = "local-cluster.json"
-DEVICE = "d1"
 STORAGE_SERVERS = ("account", "container", "object")
 RSYNC_PORT = 873
-#: The tmpfs that holds a tier node's mount point (its data lives on the backing tmpfs).
-MOUNTPOINTS_SIZE = "16m"
-#: The operator policy of the local cluster: clients may set 0 and 11-31, never the
-#: storage system's own classes 1-10. max_ranges below what fits in one header line, so
-#: that the limit itself can be exercised (as in the all-in-one test cluster).
-DEFAULT_DSS_OPTIONS = {
-    "allowed_classes": "0,11-31",
-    "reserved_classes": "1-10",
-    "max_ranges": "256",
-}
 
 
-class ClusterError(SaioError):
-    """A failure of the local cluster, with a one-line explanation."""
-
-
-@dataclass
-class LocalClusterConfig(ClusterConfig):
-    nodes: int = 4
-    replicas: int = 3
-    port: int = 0
-    workers: int = 1
-    #: Each node's backing tmpfs (tier modes: the device's SSD and HDD directories), or
-    #: the tmpfs holding its plain device directory (tier mode none).
-    devices_size: str = "512m"
-    #: A dss-tier mode for every node's device (see docs/tier.md), or None / "none".
-    tier_mode: str | None = "dss"
-    tier_cache_size: str = "64MiB"
-    tier_policy: str = "reference"
-    tier_ssd_model: str = "none"
-    tier_hdd_model: str = "none"
-    dssio_backend: str = "record"
-    dss_options: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_DSS_OPTIONS))
-    #: The replicator daemon's pause between passes; tests run passes themselves (--once).
-    replicator_interval: int = 3600
-    start_timeout: float = 120.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.tier_mode == "none":
-            self.tier_mode = None
-
-    def validate(self) -> None:
-        if not 1 <= self.nodes <= 200:
-            raise ClusterError("nodes must be from 1 to 200")
-        if not 1 <= self.replicas <= self.nodes:
-            raise ClusterError(f"{self.replicas} replicas need 1 to {self.nodes} storage nodes")
-        if self.tier_mode is not None:
-            self.tier_config().validate()
-
-    def tier_config(self) -> SaioConfig:
-        """The tier settings in the form the all-in-one's tier mounting takes them."""
-        return SaioConfig(
-            dir=self.dir,
-            tier_mode=self.tier_mode,
-            tier_cache_size=self.tier_cache_size,
-            tier_policy=self.tier_policy,
-            tier_ssd_model=self.tier_ssd_model,
-            tier_hdd_model=self.tier_hdd_model,
-            devices_size=self.devices_size,
-        )
-
-
-def node_name(index: int) -> str:
-    return f"s{index}"
-
-
-class LocalCluster(ProcessCluster):
+class LocalCluster(NodeDevices):
     state_file = STATE_FILE
     config_type = LocalClusterConfig
     kind = "local cluster"
@@ -164,30 +84,8 @@ class LocalCluster(ProcessCluster):
     def proxy_url(self) -> str:
         return f"http://127.0.0.1:{self.proxy_port}"
 
-    @property
-    def node_names(self) -> list[str]:
-        return [node_name(i) for i in range(1, self.cfg.nodes + 1)]
-
-    def node_dir(self, node: str) -> Path:
-        return self.dir / "nodes" / node
-
     def node_ip(self, node: str) -> str:
         return Network.address(int(node[1:]))
-
-    def device_path(self, node: str) -> Path:
-        return self.node_dir(node) / "devices" / DEVICE
-
-    def backing_dir(self, node: str) -> Path:
-        return self.node_dir(node) / "backing" / DEVICE
-
-    def ssd_dir(self, node: str) -> Path:
-        return self.backing_dir(node) / "ssd"
-
-    def hdd_dir(self, node: str) -> Path:
-        return self.backing_dir(node) / "hdd"
-
-    def tier_log(self, node: str) -> Path:
-        return self.node_dir(node) / "log" / f"tier-{DEVICE}.log"
 
     def record_log(self, node: str) -> Path:
         return self.node_dir(node) / "dssio-record.jsonl"
@@ -273,43 +171,11 @@ class LocalCluster(ProcessCluster):
         tiers = []
         for i, name in enumerate(self.node_names, start=1):
             self.net.make_node(i)
-            devices = self.node_dir(name) / "devices"
-            tiered = self.cfg.tier_mode is not None
-            self._add_tmpfs(devices, MOUNTPOINTS_SIZE if tiered else self.cfg.devices_size)
-            # Each server's namespace gets a copy of the mounts as they are when it starts
-            # (`ip netns exec` unshares them); a shared mount here makes a tier mounted or
-            # unmounted later (a restarted daemon) show there too.
-            run_quiet(["mount", "--make-shared", str(devices)], f"sharing {devices}")
-            (devices / DEVICE).mkdir()
-            if tiered:
-                self._add_tmpfs(self.node_dir(name) / "backing", self.cfg.devices_size)
-                tiers.append(self._start_tier(name))
+            tier = self._provision_node(name)
+            if tier is not None:
+                tiers.append(tier)
         for mount in tiers:
             wait_tier_mounted(mount)
-
-    def _add_tmpfs(self, path: Path, size: str) -> None:
-        mount_tmpfs(path, size)
-        self._state.data["mounts"].append({"path": str(path), "kind": "tmpfs"})
-        self._state.save()
-
-    def _start_tier(self, node: str) -> dict[str, Any]:
-        """Start NODE's dss-tier daemon (recorded at once, replacing an earlier record)."""
-        self.tier_log(node).parent.mkdir(parents=True, exist_ok=True)
-        record = mount_tier(
-            self.cfg.tier_config(),
-            tier_binary(),
-            self.backing_dir(node),
-            self.device_path(node),
-            self.tier_log(node),
-        )
-        mounts = self._state.data["mounts"]
-        old = [i for i, m in enumerate(mounts) if m["path"] == record["path"]]
-        if old:
-            mounts[old[0]] = record
-        else:
-            mounts.append(record)
-        self._state.save()
-        return record
 
     def _write_configs(self, inv: Inventory) -> None:
         rings = build_cluster_rings(inv, self.dir / "rings")
@@ -409,86 +275,6 @@ class LocalCluster(ProcessCluster):
         checks.append(("proxy-server", self._proxy_serves))
         self._wait(checks)
 
-    # -- the tiers
-
-    def tier_record(self, node: str) -> dict[str, Any]:
-        path = str(self.device_path(node))
-        found = [m for m in self._state.mounts() if m["path"] == path and m["kind"] == "tier"]
-        if not found:
-            raise ClusterError(f"{node} has no dss-tier device (tier mode none)")
-        return found[0]
-
-    def tier_pid(self, node: str) -> int:
-        return int(self.tier_record(node)["pid"])
-
-    def tier_mounted(self, node: str) -> bool:
-        return mount_type(self.device_path(node)) == TIER_FSTYPE
-
-    def tier_stats(self, node: str) -> dict[str, Any]:
-        """`dss-tier stats --json` of NODE's device."""
-        return tier_stats(self.device_path(node))
-
-    def tier_content(self, node: str) -> dict[str, Any]:
-        """`dss-tier dump --json` of NODE's device: the cache's blocks by file and class."""
-        proc = subprocess.run(
-            [tier_binary(), "dump", "--json", str(self.device_path(node))],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise ClusterError(f"dss-tier dump of {node} failed: {proc.stderr.strip()}")
-        return json.loads(proc.stdout)
-
-    def kill_tier(self, node: str) -> None:
-        """SIGKILL NODE's dss-tier daemon (a crash: no write-back, the journal stays as it
-        is) and wait until its mount is gone, so that the node's servers answer 507."""
-        record = self.tier_record(node)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(record["pid"]), signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while (info := read_proc(int(record["pid"]))) and info[0] not in "ZX":
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{node}'s dss-tier (pid {record['pid']}) survived SIGKILL")
-            time.sleep(0.05)
-        # FUSE's auto-unmount helper lets the dead mount go; whatever is left, this does.
-        stuck = release_devices([record])
-        if stuck:
-            raise ClusterError(f"{node}'s dead dss-tier mount stays: {stuck}")
-
-    def start_tier(self, node: str) -> str:
-        """(Re)start NODE's dss-tier daemon on its SSD and HDD; return what it logged while
-        mounting (a journal replay, an SSD loss)."""
-        if self.tier_mounted(node):
-            raise ClusterError(f"{node}'s dss-tier is already mounted")
-        record = self._start_tier(node)
-        wait_tier_mounted(record)
-        with open(record["log"], "rb") as f:
-            f.seek(record["log_start"])
-            return f.read().decode(errors="replace")
-
-    def wipe_ssd(self, node: str) -> int:
-        """Empty NODE's SSD directory (a replaced SSD) while its tier is not mounted;
-        return how many files went."""
-        if self.tier_mounted(node):
-            raise ClusterError(f"{node}'s dss-tier is mounted: kill or unmount it first")
-        ssd = self.ssd_dir(node)
-        gone = sum(1 for p in ssd.rglob("*") if p.is_file())
-        shutil.rmtree(ssd)
-        ssd.mkdir()
-        return gone
-
-    def invalidate_lost(self, node: str, files: list[str]) -> list[str]:
-        """Make Swift rehash the partitions of FILES (paths on NODE's device that its tier
-        set aside after an SSD loss), so that replication sees them missing; return the
-        partitions. Swift caches each partition's hashes in hashes.pkl and would otherwise
-        go on reporting the lost objects as present."""
-        parts = sorted({"/".join(f.split("/")[:2]) for f in files if f.startswith("objects/")})
-        for part in parts:
-            (self.device_path(node) / part / "hashes.pkl").unlink(missing_ok=True)
-        return parts
-
     # -- faults and maintenance
 
     def node_processes(self, node: str) -> list[str]:
@@ -509,15 +295,6 @@ class LocalCluster(ProcessCluster):
             self._spawn(name, node, cmd, log)
         if wait:
             self._wait(self._checks(node))
-
-    def wipe_device(self, node: str) -> None:
-        """Empty NODE's device as if its disk had been replaced by a blank one."""
-        dev = self.device_path(node)
-        for entry in dev.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
 
     def run_replicator(self, node: str, kind: str = "object", timeout: float = 300) -> None:
         """One replication pass of KIND (object, container, account) on NODE

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import threading
 
+from swift_dss.mountinfo import MOUNTINFO
+from swift_dss.mountinfo import read as read_mountinfo
+
 TIER_FSTYPE = "fuse.dss-tier"
-MOUNTINFO = "/proc/self/mountinfo"
 
 _by_dev: dict[int, str] = {}
 _lock = threading.Lock()
@@ -18,22 +20,7 @@ _lock = threading.Lock()
 
 def mount_fstypes(mountinfo: str = MOUNTINFO) -> dict[int, str]:
     """Filesystem type by device number, for every mount this process can see."""
-    out: dict[int, str] = {}
-    with open(mountinfo, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            head, sep, tail = line.partition(" - ")
-            if not sep:
-                continue
-            fields, rest = head.split(), tail.split()
-            if len(fields) < 3 or not rest:
-                continue
-            major, _, minor = fields[2].partition(":")
-            try:
-                dev = os.makedev(int(major), int(minor))
-            except ValueError:
-                continue
-            out[dev] = rest[0]
-    return out
+    return {entry.st_dev: entry.fstype for entry in read_mountinfo(mountinfo)}
 
 
 def backend_name_for_dev(st_dev: int, mountinfo: str = MOUNTINFO) -> str:

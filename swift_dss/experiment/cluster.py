@@ -4,16 +4,15 @@ documents (stats, cache content) read from its mounts."""
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, find_tier_binary
+from swift_dss.deploy.saio import Saio, SaioConfig, SaioError
+from swift_dss.tierctl import TierError, report
 
 #: The paper's devices (section V.A): Intel 710 SSD, Seagate Constellation ST1000NM0011.
 SSD_MODEL = "intel710"
@@ -62,8 +61,8 @@ def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
     missing = [f for f in TIER_FIELDS if f not in SaioConfig.__dataclass_fields__]
     if missing:
         raise ExperimentError(
-            f"this swift_dss/deploy/saio.py has no {', '.join(missing)}: the all-in-one cluster "
-            "cannot set the tier's cache size, policy and device models yet"
+            f"this swift_dss/deploy/saio_config.py has no {', '.join(missing)}: the all-in-one "
+            "cluster cannot set the tier's cache size, policy and device models yet"
         )
     settings: dict[str, Any] = {
         "tier_cache_size": spec.cache_size,
@@ -132,33 +131,17 @@ def mountpoints(saio: Saio) -> dict[str, Path]:
     return {p.name: p for p in sorted(devices.iterdir()) if p.is_dir()}
 
 
-def _tier_json(command: str, mountpoint: Path) -> dict[str, Any]:
-    tier = find_tier_binary()
-    if tier is None:
-        raise ExperimentError("dss-tier is not installed (make setup builds it)")
-    proc = subprocess.run(
-        [tier, command, "--json", str(mountpoint)], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise ExperimentError(f"dss-tier {command} {mountpoint}: {proc.stderr.strip()}")
-    return json.loads(proc.stdout)
-
-
 def tier_stats(saio: Saio) -> dict[str, dict[str, Any]]:
-    stats = getattr(saio, "tier_stats", None)
-    if callable(stats):
-        return stats()
-    return {name: _tier_json("stats", mp) for name, mp in mountpoints(saio).items()}
+    """`dss-tier stats --json` of every device, as printed."""
+    return saio.tier_stats()
 
 
 def tier_dump(saio: Saio) -> dict[str, dict[str, Any]]:
     """`dss-tier dump --json` of every device, without the extents (only totals are used)."""
-    out = {}
-    for name, mp in mountpoints(saio).items():
-        doc = _tier_json("dump", mp)
-        doc.pop("extents", None)
-        out[name] = doc
-    return out
+    try:
+        return {name: report.dump(mp).totals() for name, mp in mountpoints(saio).items()}
+    except TierError as err:
+        raise ExperimentError(str(err)) from None
 
 
 class PhaseHook:

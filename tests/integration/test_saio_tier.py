@@ -17,10 +17,13 @@ import pytest
 from click.testing import CliRunner
 
 from swift_dss.cli import main
-from swift_dss.deploy import saio as saio_module
-from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, mount_type, size_bytes
+from swift_dss.deploy.saio import Saio, SaioConfig, SaioError, mount_type
 from swift_dss.dssio import TIER_FSTYPE
+from swift_dss.mountinfo import mounts_under
 from swift_dss.policies import load_policy
+from swift_dss.sizes import parse_size
+from swift_dss.tierctl import binary as tierctl_binary
+from swift_dss.tierctl.options import cache_size_bytes
 
 from .helpers import Swift, byte_classes, payload, recorded
 
@@ -67,12 +70,6 @@ def class_total(stats: dict[str, dict[str, Any]], cls: int, *keys: str) -> int:
     return sum(
         sum(dev["classes"].get(str(cls), {}).get(key, 0) for key in keys) for dev in stats.values()
     )
-
-
-def mounts_under(path: Path) -> list[str]:
-    prefix = str(path) + "/"
-    with open("/proc/self/mountinfo") as f:
-        return [line.split()[4] for line in f if line.split()[4].startswith(prefix)]
 
 
 def test_every_device_is_a_tier_mount(cluster: Saio) -> None:
@@ -182,9 +179,9 @@ def test_other_tier_modes_serve(mode: str, tmp_path: Path) -> None:
         assert "27" in stats["classes"]
         if mode == "ssd":
             # Everything is pinned on the SSD, so its cache is the whole backing tmpfs.
-            assert stats["cache_entries"] * stats["block_size"] == size_bytes("512m")
+            assert stats["cache_entries"] * stats["block_size"] == parse_size("512m")
         else:
-            assert stats["cache_entries"] * stats["block_size"] == size_bytes("256MiB")
+            assert stats["cache_entries"] * stats["block_size"] == parse_size("256MiB")
     finally:
         cluster.down()
     assert mounts_under(cfg.dir) == []
@@ -203,7 +200,7 @@ def test_failed_mount_leaves_nothing_behind(tmp_path: Path) -> None:
 
 
 def test_missing_tier_binary_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(saio_module, "find_tier_binary", lambda: None)
+    monkeypatch.setattr(tierctl_binary, "find", lambda: None)
     code, out = cli("saio", "up", "--dir", str(tmp_path / "c"), "--port", "0")
     assert code == 1
     assert out.startswith("Error: the dss-tier binary is missing") and out.count("\n") == 1
@@ -236,7 +233,7 @@ def test_cache_size_defaults_to_the_backing_tmpfs_only_in_mode_ssd(tmp_path: Pat
     assert cache(tier_mode="ssd") == "2g"
     assert cache(tier_mode="ssd", tier_cache_size="1GiB") == "1GiB"
     assert cache(tier_mode="lru", tier_cache_size="64MiB") == "64MiB"
-    assert [size_bytes(s) for s in ("256MiB", "4g", "4096", "1 k", "lots", "1.5G")] == [
+    assert [cache_size_bytes(s) for s in ("256MiB", "4g", "4096", "1 k", "lots", "1.5G")] == [
         256 << 20,
         4 << 30,
         4096,

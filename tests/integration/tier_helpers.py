@@ -4,27 +4,30 @@ teardown that always unmounts and kills, whatever the test did. No tests here.""
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
-import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "tier" / "target" / "release" / "dss-tier"
-REFERENCE = ROOT / "swift_dss" / "policies" / "reference.toml"
-LRU = ROOT / "swift_dss" / "policies" / "lru.toml"
+from swift_dss.mountinfo import mount_type
+from swift_dss.policies import policy_path
+from swift_dss.tierctl import TierError, binary, daemon, report
+from swift_dss.tierctl.daemon import Daemon
+from swift_dss.tierctl.fsck import fsck
+from swift_dss.tierctl.options import MountOptions
+
+BIN = binary.SOURCE_BUILD
+REFERENCE = policy_path("reference")
+LRU = policy_path("lru")
 
 
 def _unusable() -> str | None:
     if not BIN.exists():
         return f"{BIN} is not built (make setup)"
-    if not Path("/dev/fuse").exists() or shutil.which("fusermount3") is None:
+    if binary.fuse_missing():
         return "no FUSE"
     if os.geteuid() != 0:
         return "mounting a tmpfs needs root"
@@ -32,17 +35,12 @@ def _unusable() -> str | None:
 
 
 def mounted(mountpoint: Path) -> bool:
-    mp = str(mountpoint.resolve())
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split(" ")[4] == mp for line in f)
+    return mount_type(mountpoint.resolve()) is not None
 
 
 def force_unmount(path: Path) -> None:
     """Unmount whatever is at ``path`` (a dead FUSE mount included), lazily if busy."""
-    for cmd in (["fusermount3", "-u", "-z", str(path)], ["umount", "-l", str(path)]):
-        if not mounted(path):
-            return
-        subprocess.run(cmd, capture_output=True, check=False)
+    daemon.detach(path.resolve())
 
 
 class Tier:
@@ -53,8 +51,12 @@ class Tier:
         self.ssd, self.hdd, self.mnt = base / "ssd", base / "hdd", base / "mnt"
         for d in (self.ssd, self.hdd, self.mnt):
             d.mkdir(parents=True, exist_ok=True)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.daemon: Daemon | None = None
         self.log = base / "daemon.log"
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return None if self.daemon is None else self.daemon.process
 
     def mount(
         self,
@@ -63,60 +65,41 @@ class Tier:
         mode: str | None = None,
         extra: tuple[str, ...] = (),
     ) -> None:
-        args = [str(BIN), "mount", "--ssd", str(self.ssd), "--hdd", str(self.hdd)]
-        args += ["--cache-size", cache_size, "--policy", str(policy)]
-        if mode:
-            args += ["--mode", mode]
-        args += [*extra, str(self.mnt)]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=log)
-        deadline = time.monotonic() + 30
-        while not mounted(self.mnt):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"dss-tier mount failed: {self.log.read_text()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("dss-tier mount did not appear in 30 s")
-            time.sleep(0.02)
+        options = MountOptions(cache_size=cache_size, policy=policy, mode=mode, extra=extra)
+        self.daemon = daemon.spawn(str(BIN), self.ssd, self.hdd, self.mnt, options, self.log)
+        try:
+            daemon.wait_mounted(self.daemon)
+        except TierError as err:
+            raise RuntimeError(f"{err}: {self.log.read_text()}") from None
 
     def stats(self) -> dict:
-        out = subprocess.run(
-            [str(BIN), "stats", "--json", str(self.mnt)], capture_output=True, check=True
-        )
-        return json.loads(out.stdout)
+        return report.stats(self.mnt, binary=BIN).raw
 
     def dump(self) -> dict:
-        out = subprocess.run(
-            [str(BIN), "dump", "--json", str(self.mnt)], capture_output=True, check=True
-        )
-        return json.loads(out.stdout)
+        return report.dump(self.mnt, binary=BIN).raw
 
     def umount(self) -> None:
         """Clean unmount: returns once the daemon wrote back and exited."""
-        subprocess.run([str(BIN), "umount", str(self.mnt)], check=True, capture_output=True)
+        daemon.clean_umount(self.mnt, binary=BIN)
         if self.proc is not None:
             assert self.proc.wait(timeout=60) == 0, self.log.read_text()
-            self.proc = None
+        self.daemon = None
 
     def kill(self) -> None:
         """kill -9 the daemon and clean up the dead mount it leaves."""
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
-            self.proc = None
+        if self.daemon is not None:
+            daemon.kill(self.daemon)
+            daemon.wait_exit(self.daemon, timeout=30)
+            self.daemon = None
         force_unmount(self.mnt)
 
     def fsck(self, repair: bool = False) -> subprocess.CompletedProcess[str]:
-        args = [str(BIN), "fsck", "--ssd", str(self.ssd), "--hdd", str(self.hdd)]
-        return subprocess.run(
-            [*args, "--repair"] if repair else args, capture_output=True, text=True, check=False
-        )
+        return fsck(self.ssd, self.hdd, repair, binary=BIN)
 
 
 def class_stats(stats: dict, cls: int) -> dict:
-    zero = dict.fromkeys(
-        ("cached_bytes", "dirty_bytes", "hits", "misses", "bypassed_bytes", "evicted_bytes"), 0
-    )
-    return {**zero, **stats["classes"].get(str(cls), {})}
+    """CLS's counters in a `stats()` document, zero for a class the tier left out."""
+    return {**dataclasses.asdict(report.ClassStats()), **stats["classes"].get(str(cls), {})}
 
 
 @pytest.fixture
@@ -143,9 +126,10 @@ def tiers(tmpfs: Path) -> Iterator[list[Tier]]:
     finally:
         for t in made:
             if t.proc is not None and t.proc.poll() is None:
-                with contextlib.suppress(subprocess.SubprocessError, AssertionError):
+                with contextlib.suppress(TierError, subprocess.SubprocessError, AssertionError):
                     t.umount()
             t.kill()
+        daemon.reap()
 
 
 @pytest.fixture

@@ -1,0 +1,60 @@
+"""The options of `dss-tier mount`, and the sizes its --cache-size takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from swift_dss.sizes import parse_size
+
+
+@dataclass(frozen=True)
+class MountOptions:
+    """What a mount is asked for, apart from its SSD, HDD and mount point.
+
+    Options left None are not passed, so the daemon's own defaults apply (the policy's mode,
+    device models off).
+    """
+
+    cache_size: str
+    policy: str | Path
+    mode: str | None = None
+    ssd_model: str | None = None
+    hdd_model: str | None = None
+    #: Further arguments as they are (e.g. "--warm").
+    extra: tuple[str, ...] = ()
+
+    def args(self) -> list[str]:
+        out = ["--cache-size", self.cache_size, "--policy", str(self.policy)]
+        for flag, value in (
+            ("--mode", self.mode),
+            ("--ssd-model", self.ssd_model),
+            ("--hdd-model", self.hdd_model),
+        ):
+            if value is not None:
+                out += [flag, value]
+        return [*out, *self.extra]
+
+
+def mount_command(
+    binary: str, ssd: Path, hdd: Path, mountpoint: Path, options: MountOptions
+) -> list[str]:
+    """The command line of a daemon in the foreground (its messages go to its output)."""
+    return [
+        binary, "mount", "--ssd", str(ssd), "--hdd", str(hdd), *options.args(), str(mountpoint)
+    ]  # fmt: skip
+
+
+def cache_size_bytes(text: str) -> int:
+    """Bytes in TEXT as --cache-size takes it ("256MiB", "4g", "4096"); 0 if it is none.
+
+    The grammar is swift_dss.sizes', narrowed to what dss-tier's own parser takes: whole
+    numbers, units up to TiB.
+    """
+    text = str(text)
+    if "." in text or "p" in text.lower():
+        return 0
+    try:
+        return parse_size(text)
+    except ValueError:
+        return 0
