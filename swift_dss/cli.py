@@ -23,7 +23,7 @@ COMMANDS = {
     "bench": "swift_dss.bench.cli:bench",
     "loadgen": "swift_dss.loadgen.cli:loadgen",
     "deploy": "swift_dss.deploy.deploy_cli:deploy",
-    "reliability": "swift_dss.deploy.reliability:reliability",
+    "reliability": "swift_dss.reliability.cli:reliability",
     "experiment": "swift_dss.experiment.cli:experiment",
 }
 

@@ -10,8 +10,10 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, TypeVar
+from urllib.parse import quote
 
 import requests
 from swiftclient.client import Connection
@@ -48,6 +50,16 @@ class DssRequestError(DssError):
         if detail and detail.lower() != reason.lower():
             text += f": {detail}"
         super().__init__(text)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer as the server gave it, refusals included."""
+
+    status: int
+    reason: str
+    headers: dict[str, str]  # names in lower case
+    body: bytes
 
 
 def _detail(body: bytes | str | None) -> str:
@@ -154,6 +166,33 @@ def _open_source(source: Source) -> Iterator[IO[bytes]]:
         yield source  # the caller's file: theirs to close
 
 
+def _raw_request(
+    url: str,
+    token: str,
+    method: str,
+    container: str,
+    name: str | None,
+    headers: dict[str, bytes],
+    body: bytes | None,
+    *,
+    http_conn: tuple[Any, Any],
+    service_token: str | None = None,
+) -> Reply:
+    """One request in the form of swiftclient's own functions (storage URL and token first,
+    the connection last), so that ``Connection._retry`` can log in and reconnect for it."""
+    parsed, conn = http_conn
+    path = f"{parsed.path}/{quote(container)}"
+    if name is not None:
+        path += f"/{quote(name)}"
+    send: dict[str, str | bytes] = {"X-Auth-Token": token}
+    if service_token:
+        send["X-Service-Token"] = service_token
+    send.update(headers)
+    resp = conn.request(method, path, body, send)
+    headers_in = {k.lower(): v for k, v in resp.headers.items()}
+    return Reply(resp.status_code, resp.reason or "", headers_in, resp.content)
+
+
 class DssClient:
     """Object storage operations with classes, over one swiftclient Connection.
 
@@ -208,6 +247,31 @@ class DssClient:
             return func(*args, **kwargs)
         except (ClientException, requests.exceptions.RequestException) as e:
             raise self._error(what, e) from None
+
+    def request(
+        self,
+        method: str,
+        container: str,
+        name: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> Reply:
+        """``method`` on ``container`` or ``container/name``, answered whatever the status.
+
+        For callers that judge the answer themselves: a refusal they expect, a body they
+        compare byte for byte. Header values go out as given, each character one byte
+        (Latin-1, as HTTP has it) rather than swiftclient's UTF-8, so that any byte sequence
+        can be sent. Raises DssError only when no answer arrives (a 401 is an answer too: it
+        brings no new login).
+        """
+        what = f"{method} {container}" if name is None else f"{method} {container}/{name}"
+        raw = {k: v.encode("latin-1") for k, v in (headers or {}).items()}
+        # swiftclient wraps its own calls in _retry; it has no public way to make an
+        # arbitrary one that logs in, reuses the connection and retries like the others.
+        return self._call(
+            what, self.conn._retry, None, _raw_request, method, container, name, raw, body
+        )
 
     def ensure_container(self, container: str, headers: dict[str, str] | None = None) -> None:
         """Create ``container`` unless it exists."""

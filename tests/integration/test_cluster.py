@@ -23,13 +23,12 @@ from swift_dss.deploy.bad_inputs import BadInput
 from swift_dss.deploy.deploy_cli import deploy
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.netns import Network
-from swift_dss.deploy.reliability import (
-    Client,
-    abuse,
-    reliability,
-)
 from swift_dss.deploy.saio import mount_type, read_proc
 from swift_dss.dssio.detect import TIER_FSTYPE
+from swift_dss.mountinfo import read as read_mountinfo
+from swift_dss.reliability.abuse import abuse
+from swift_dss.reliability.cli import reliability
+from swift_dss.reliability.client import ClusterClient as Client
 
 from .test_bad_input import CASES
 
@@ -90,8 +89,8 @@ def test_each_storage_node_has_its_own_namespace_and_address(cluster: LocalClust
         assert mount_type(cluster.device_path(node)) == TIER_FSTYPE
         assert status["nodes"][node]["tier"]["mounted"]
         server = status["processes"][f"{node}/object-server"]["pid"]
-        seen = Path(f"/proc/{server}/mountinfo").read_text()
-        assert f"{cluster.device_path(node)} " in seen and "fuse.dss-tier" in seen
+        seen = {m.mount_point: m.fstype for m in read_mountinfo(f"/proc/{server}/mountinfo")}
+        assert seen.get(str(cluster.device_path(node))) == TIER_FSTYPE
     result = CliRunner().invoke(deploy, ["local-cluster", "status", "--dir", str(cluster.dir)])
     assert result.exit_code == 0, result.output
     assert "s4   198.18.0.14" in result.output

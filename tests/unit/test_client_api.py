@@ -370,3 +370,53 @@ def test_cli_against_stand_in(server: _Server, tmp_path: Path) -> None:
     r = runner.invoke(main, ["classes", *auth, "c", "missing"])
     assert r.exit_code == 1
     assert r.output.strip() == "Error: HEAD c/missing: 404 Not Found"
+
+
+def test_request_answers_whatever_the_status(client: DssClient, server: _Server) -> None:
+    data = os.urandom(600)
+    put = client.request("PUT", "c", "o", headers={"X-DSS-Object-Class": "25"}, body=data)
+    assert put.status == 201
+    got = client.request("GET", "c", "o")
+    assert (got.status, got.body) == (200, data)
+    assert got.headers["x-dss-object-class"] == "25"
+    assert got.headers["etag"] == hashlib.md5(data).hexdigest()
+    # Refusals come back as answers, reason and body included, never as exceptions.
+    refused = client.request("POST", "c", "o", headers={"X-DSS-Range-Class": "0-9-25"})
+    assert refused.status == 400
+    assert b"ends at sector 9" in refused.body
+    missing = client.request("HEAD", "c", "missing")
+    assert (missing.status, missing.reason, missing.body) == (404, "Not Found", b"")
+    assert client.request("PUT", "d").status == 201
+    assert "d" in server.state.containers
+    assert server.state.objects["c/o"].classes == ClassMap(25)
+
+
+def test_request_sends_header_bytes_as_given(client: DssClient, server: _Server) -> None:
+    # The UTF-8 bytes of Arabic-Indic "25", given one character per byte: they must reach
+    # the server unchanged, not encoded a second time.
+    value = "\u0662\u0665".encode().decode("latin-1")
+    reply = client.request("PUT", "c", "o", headers={"X-Object-Meta-Note": value}, body=b"")
+    assert reply.status == 201
+    assert server.state.requests[-1].headers["x-object-meta-note"] == value
+
+
+def test_request_with_a_token_from_elsewhere(client: DssClient, server: _Server) -> None:
+    from swiftclient.client import Connection
+
+    url = f"http://127.0.0.1:{server.server_address[1]}{PREFIX.rstrip('/')}"
+    logins = sum(r.path == "/auth/v1.0" for r in server.state.requests)
+    conn = Connection(preauthurl=url, preauthtoken="tok", retries=0)
+    with DssClient(url, connection=conn) as c:
+        assert c.request("HEAD", "c").status == 204
+        assert c.request("GET", "c", "missing").status == 404
+    assert sum(r.path == "/auth/v1.0" for r in server.state.requests) == logins
+    with DssClient(url, connection=Connection(preauthurl=url, preauthtoken="old")) as c:
+        assert c.request("HEAD", "c").status == 401
+
+
+def test_request_without_an_answer_raises() -> None:
+    with (
+        DssClient("http://127.0.0.1:9/auth/v1.0", retries=0) as c,
+        pytest.raises(DssError, match=r"GET c/o: cannot reach"),
+    ):
+        c.request("GET", "c", "o")
