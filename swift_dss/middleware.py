@@ -30,6 +30,14 @@ the middleware takes as classes and reports back in the same form.
 Malformed class information is answered with 400, class information beyond the configured
 limits with 413, and a class the client may not set with 403, each with a one-line reason.
 
+A request without class information is answered exactly as without dss, whoever sends it.
+Class information rides on its request and needs what that request needs: the middleware
+asks the auth middleware the proxy's own question (:mod:`swift_dss.proxy_authorize`) before
+it looks at the object, so a user who may write but not read (an ``X-Container-Write`` ACL)
+may POST and reclassify, and learns nothing of the object from it. A GET that changes
+classes also needs write access. The counters of :mod:`swift_dss.middleware_metrics` go
+to StatsD when the section sets ``log_statsd_host``.
+
 Place the middleware after authentication and after ``copy``, ``slo``, ``dlo``,
 ``versioned_writes`` and ``symlink``, so that their subrequests pass through it::
 
@@ -57,6 +65,10 @@ Place the middleware after authentication and after ``copy``, ``slo``, ``dlo``,
     # Headers a reclassification re-sends so that a POST does not drop them.
     # preserve_headers = content-disposition, content-encoding, x-delete-at,
     #     x-object-manifest, cache-control, content-language, expires, x-robots-tag
+    # StatsD counters (Swift's options): dss.classes_set, dss.reclassified, dss.refused.*
+    # log_statsd_host = 127.0.0.1
+    # log_statsd_port = 8125
+    # log_statsd_metric_prefix =
 
 The feature is advertised in ``/info`` under ``dss``.
 """
@@ -66,9 +78,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from swift.common.constraints import valid_api_version
-from swift.common.http import is_success
+from swift.common.http import is_server_error, is_success
 from swift.common.registry import register_swift_info
-from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.swob import (
     HTTPAccepted,
     HTTPBadRequest,
@@ -80,8 +91,13 @@ from swift.common.swob import (
     wsgi_to_str,
 )
 from swift.common.utils import config_true_value, get_logger, list_from_csv
-from swift.common.wsgi import WSGIContext, make_subrequest
+from swift.common.wsgi import make_pre_authed_request, make_subrequest
 
+from swift_dss.classed_response import (
+    META_OBJECT_CLASS,
+    META_RANGE_CLASS,
+    ClassedResponse,
+)
 from swift_dss.formats import (
     CLASS_FILE,
     OBJECT_CLASS,
@@ -97,21 +113,24 @@ from swift_dss.formats import (
     read_classfile,
     to_sysmeta,
 )
-from swift_dss.formats.sysmeta import ENVIRON_PREFIX, PREFIX, environ_key
+from swift_dss.formats.sysmeta import ENVIRON_PREFIX, environ_key
+from swift_dss.middleware_metrics import (
+    CLASSES_SET,
+    RECLASSIFIED,
+    REFUSAL_STATUSES,
+    STATSD_PREFIX,
+    count_success,
+    refused,
+)
+from swift_dss.object_head import SLO_SIZE, clipped, object_size, status_response
+from swift_dss.proxy_authorize import authorize_as_proxy
 from swift_dss.settable_classes import SettableClasses, format_class_set
 
-#: Class headers in the user-metadata form, for S3 clients that can only set metadata.
-META_OBJECT_CLASS = "X-Object-Meta-Dss-Object-Class"
-META_RANGE_CLASS = "X-Object-Meta-Dss-Range-Class"
 SWIFT_SOURCE = "DSS"
-#: The copy middleware's source GETs: their classes travel as sysmeta, not as client headers.
-COPY_SOURCE = "SSC"
-S3_SOURCE = "S3"
 DEFAULT_PRESERVE_HEADERS = (
     "content-disposition, content-encoding, x-delete-at, x-object-manifest, "
     "cache-control, content-language, expires, x-robots-tag"
 )
-SLO_SIZE = get_sys_meta_prefix("object") + "slo-size"
 # The request headers every object request is checked for, as environ keys: reading the
 # environ directly spares swob's header proxy its conversions on each lookup.
 ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
@@ -121,7 +140,6 @@ ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 ENV_OBJECT_FILE = environ_key(OBJECT_FILE)
 ENV_CLASS_FILE = environ_key(CLASS_FILE)
 ENV_SLO_SIZE = environ_key(SLO_SIZE)
-_LOWER_SYSMETA_PREFIX = PREFIX.lower()
 _ENV_CLASS_HEADERS = (
     ENV_OBJECT_CLASS,
     ENV_RANGE_CLASS,
@@ -137,49 +155,17 @@ def _roles(env: Mapping[str, object]) -> set[str]:
     return roles
 
 
-class _ClassedResponse(WSGIContext):
-    """Adds the object's current classes to a HEAD or GET response."""
-
-    def __init__(self, app: object, limits: Limits, logger: object) -> None:
-        super().__init__(app)
-        self.limits = limits
-        self.logger = logger
-
-    def handle(self, env: dict, start_response: object) -> Iterable[bytes]:
-        app_iter = self._app_call(env)
-        if is_success(self._get_status_int()) and env.get("swift.source") != COPY_SOURCE:
-            # Only the dss sysmeta, with its keys in the title case from_sysmeta looks for.
-            sysmeta = {
-                k.title(): v
-                for k, v in self._response_headers
-                if k.lower().startswith(_LOWER_SYSMETA_PREFIX)
-            }
-            try:
-                cmap = (from_sysmeta(sysmeta, self.limits) if sysmeta else None) or ClassMap()
-            except ClassError as err:
-                self.logger.warning(
-                    "object %s has corrupt class sysmeta: %s", env["PATH_INFO"], err
-                )
-                cmap = ClassMap()
-            extra = classmap_to_headers(cmap)
-            if env.get("swift.source") == S3_SOURCE:
-                # s3api only passes user metadata on to S3 clients.
-                extra[META_OBJECT_CLASS] = extra[OBJECT_CLASS]
-                if RANGE_CLASS in extra:
-                    extra[META_RANGE_CLASS] = extra[RANGE_CLASS]
-            names = {k.lower() for k in extra}
-            self._response_headers = [
-                (k, v) for k, v in self._response_headers if k.lower() not in names
-            ] + list(extra.items())
-        start_response(self._response_status, self._response_headers, self._response_exc_info)
-        return app_iter
+def _has_classes(env: Mapping[str, object]) -> bool:
+    return any(k in env for k in _ENV_CLASS_HEADERS)
 
 
 class DssMiddleware:
     def __init__(self, app: object, conf: Mapping[str, str], logger: object = None) -> None:
         self.app = app
         self.conf = conf
-        self.logger = logger or get_logger(dict(conf), log_route="dss")
+        self.logger = logger or get_logger(
+            dict(conf), log_route="dss", statsd_tail_prefix=STATSD_PREFIX
+        )
         self.limits = Limits.from_conf(conf)
         self.settable = SettableClasses(conf, self.limits)
         self.preserve_headers = [
@@ -202,6 +188,8 @@ class DssMiddleware:
             if req.method in ("GET", "HEAD"):
                 return self.handle_read(req, account, start_response)
         except HTTPException as err_resp:
+            if err_resp.status_int in REFUSAL_STATUSES:
+                self.logger.increment(refused(err_resp.status_int))
             return err_resp(env, start_response)
         return self.app(env, start_response)
 
@@ -240,6 +228,25 @@ class DssMiddleware:
                 content_type="text/plain",
             )
 
+    def _denied(self, req: Request, method: str | None = None) -> Response | None:
+        """The auth middleware's answer when the proxy would refuse the request (or its
+        ``method`` on the same object), else None."""
+        return authorize_as_proxy(req.environ, self.app, SWIFT_SOURCE, method)
+
+    def _fit(self, req: Request, cmap: ClassMap, current: Response, may_read: bool) -> ClassMap:
+        """``cmap`` checked against the object's size. A caller who may not read the object
+        learns nothing of its size: what lies beyond the end is dropped, not refused."""
+        size = object_size(current)
+        if size is None:
+            return cmap
+        try:
+            cmap.check_size(size)
+        except ClassError as err:
+            if may_read or not self._denied(req, "HEAD"):
+                raise self._error(err, req) from None
+            return clipped(cmap, size)
+        return cmap
+
     @staticmethod
     def _set_sysmeta(req: Request, cmap: ClassMap) -> None:
         env = req.environ
@@ -259,6 +266,16 @@ class DssMiddleware:
         env = req.environ
         if config_true_value(env.get(ENV_CLASS_FILE)):
             return self.put_class_file(req, account, start_response)
+        object_file = config_true_value(env.get(ENV_OBJECT_FILE))
+        if not object_file and not _has_classes(env):
+            # Sysmeta a COPY or versioning subrequest brought along stays: the copy keeps
+            # the source's classes.
+            return self.app(env, start_response)
+        # As in the proxy: a caller who may not write hears that before anything about
+        # the classes.
+        denial = self._denied(req)
+        if denial is not None:
+            return denial(env, start_response)
         length = env.get("CONTENT_LENGTH")
         try:
             # As swob's req.content_length, without its trip through the header proxy.
@@ -272,16 +289,15 @@ class DssMiddleware:
             # A large object's manifest: ranges refer to the object it stands for, whose
             # size slo has worked out, not to the manifest's own bytes.
             size = int(slo_size)
-        if config_true_value(env.get(ENV_OBJECT_FILE)):
+        if object_file:
             cmap = self._strip_object_file(req, size)
         else:
             cmap = self._header_classes(req, size)
-        if cmap is not None:
-            self._authorize(req, account, cmap)
-            self._set_sysmeta(req, cmap)
-        # Without class information, sysmeta a COPY or versioning subrequest brought along
-        # stays: the copy keeps the source's classes.
-        return self.app(req.environ, start_response)
+        if cmap is None:
+            return self.app(env, start_response)
+        self._authorize(req, account, cmap)
+        self._set_sysmeta(req, cmap)
+        return self.app(env, count_success(self.logger, CLASSES_SET, start_response))
 
     def _strip_object_file(self, req: Request, size: int | None) -> ClassMap:
         """Take the class file off the front of the body; the rest streams on as data."""
@@ -312,6 +328,9 @@ class DssMiddleware:
 
     def put_class_file(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         """PUT with X-DSS-Class-File: reclassify the existing object from a class file."""
+        denial = self._denied(req)
+        if denial is not None:
+            return denial(req.environ, start_response)
         limit = 16 + self.limits.max_class_section
         try:
             length = req.content_length
@@ -338,67 +357,76 @@ class DssMiddleware:
         if header_default is not None and not cmap.default:
             cmap = cmap.with_default(header_default.default)
         self._authorize(req, account, cmap)
-        resp = self.reclassify(req, cmap)
-        return resp(req.environ, start_response)
+        current = self._head(req)
+        if not is_success(current.status_int):
+            return status_response(current, req)(req.environ, start_response)
+        cmap = self._fit(req, cmap, current, may_read=False)
+        return self.reclassify(req, cmap, current)(req.environ, start_response)
 
     # -- POST and reclassification ------------------------------------------------------
 
     def handle_post(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         env = req.environ
-        has_classes = any(k in env for k in _ENV_CLASS_HEADERS)
+        has_classes = _has_classes(env)
+        denial = self._denied(req)
+        if denial is not None:
+            # Without classes the proxy gives its own answer, exactly as without dss.
+            return denial(env, start_response) if has_classes else self.app(env, start_response)
+        cmap = self._header_classes(req, None) if has_classes else None
+        if cmap is not None:
+            self._authorize(req, account, cmap)
         current = self._head(req)
         if not is_success(current.status_int):
-            return current(req.environ, start_response)
-        if has_classes:
-            cmap = self._header_classes(req, self._object_size(current))
-            assert cmap is not None
-            self._authorize(req, account, cmap)
-            user_meta = any(k.lower().startswith("x-object-meta-") for k in req.headers)
-            if not user_meta:
-                # A POST of classes alone changes classes alone.
-                self._copy_preserved(current, req)
-        else:
-            cmap = self._stored_classes(current)
-            if cmap is None:
-                return self.app(req.environ, start_response)
+            if cmap is None and not is_server_error(current.status_int):
+                return self.app(env, start_response)
+            return status_response(current, req)(env, start_response)
+        if cmap is None:
+            # Swift replaces transient sysmeta on every POST: the stored classes go along.
+            stored = self._stored_classes(current)
+            if stored is not None:
+                self._set_sysmeta(req, stored)
+            return self.app(env, start_response)
+        cmap = self._fit(req, cmap, current, may_read=False)
+        if not any(k.lower().startswith("x-object-meta-") for k in req.headers):
+            # A POST of classes alone changes classes alone.
+            self._copy_preserved(current, req)
         self._set_sysmeta(req, cmap)
-        return self.app(req.environ, start_response)
+        return self.app(env, count_success(self.logger, RECLASSIFIED, start_response))
 
     def handle_read(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         env = req.environ
         if req.method == "GET" and (ENV_OBJECT_CLASS in env or ENV_RANGE_CLASS in env):
-            current = self._head(req)
-            if not is_success(current.status_int):
-                return current(req.environ, start_response)
-            cmap = self._header_classes(req, self._object_size(current))
+            denial = self._denied(req)
+            if denial is not None:
+                return denial(env, start_response)
+            cmap = self._header_classes(req, None)
             assert cmap is not None
             self._authorize(req, account, cmap)
-            # Readers that send their classes with every GET must not pay for a POST each.
-            if self._stored_classes(current) != cmap:
-                resp = self.reclassify(req, cmap, current=current)
-                if not is_success(resp.status_int):
-                    return resp(req.environ, start_response)
+            current = self._head(req)
+            if is_success(current.status_int):
+                cmap = self._fit(req, cmap, current, may_read=True)
+                # Readers that send their classes with every GET must not pay for a POST each.
+                if self._stored_classes(current) != cmap:
+                    self._reclassify_on_read(req, cmap, current)
             env.pop(ENV_OBJECT_CLASS, None)
             env.pop(ENV_RANGE_CLASS, None)
-        return _ClassedResponse(self.app, self.limits, self.logger).handle(
-            req.environ, start_response
-        )
+        return ClassedResponse(self.app, self.limits, self.logger).handle(env, start_response)
 
-    def reclassify(
-        self,
-        req: Request,
-        cmap: ClassMap,
-        current: Response | None = None,
-    ) -> Response:
+    def _reclassify_on_read(self, req: Request, cmap: ClassMap, current: Response) -> None:
+        # A class change is a write, whatever request carries it.
+        if self._denied(req, "POST") is not None:
+            raise HTTPForbidden(
+                body="changing an object's classes needs write access to it\n",
+                request=req,
+                content_type="text/plain",
+            )
+        resp = self.reclassify(req, cmap, current)
+        if not is_success(resp.status_int):
+            raise status_response(resp, req)
+
+    def reclassify(self, req: Request, cmap: ClassMap, current: Response) -> Response:
         """Store ``cmap`` as the object's classes, changing nothing else about it."""
-        if current is None:
-            current = self._head(req)
-            if not is_success(current.status_int):
-                return current
-        try:
-            cmap.check_size(self._object_size(current) or 0)
-        except ClassError as err:
-            return self._error(err, req)
+        # The POST carries the client's own swift.authorize: the proxy checks it again.
         post = make_subrequest(
             req.environ, method="POST", path=req.path, headers={}, swift_source=SWIFT_SOURCE
         )
@@ -406,13 +434,14 @@ class DssMiddleware:
         self._set_sysmeta(post, cmap)
         resp = post.get_response(self.app)
         if not is_success(resp.status_int):
-            return resp
+            return status_response(resp, req)
+        self.logger.increment(RECLASSIFIED)
         return HTTPAccepted(request=req, headers=classmap_to_headers(cmap))
 
     def _head(self, req: Request) -> Response:
-        # The subrequest carries the client's swift.authorize: it may only see what the
-        # client may see, and a reclassifying POST is authorised as a POST.
-        head = make_subrequest(
+        # Pre-authorised, so a user who may write but not read can still POST: call it only
+        # once the request itself is authorised, and give none of its answer to the caller.
+        head = make_pre_authed_request(
             req.environ, method="HEAD", path=req.path, headers={}, swift_source=SWIFT_SOURCE
         )
         return head.get_response(self.app)
@@ -422,15 +451,6 @@ class DssMiddleware:
             low = key.lower()
             if low.startswith("x-object-meta-") or low in self.preserve_headers:
                 target.headers[key] = value
-
-    @staticmethod
-    def _object_size(current: Response) -> int | None:
-        if current.headers.get("X-Object-Manifest"):
-            return None
-        slo_size = current.headers.get(SLO_SIZE)
-        if slo_size is not None:
-            return int(slo_size)
-        return current.content_length
 
     def _stored_classes(self, current: Response) -> ClassMap | None:
         try:

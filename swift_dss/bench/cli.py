@@ -47,6 +47,9 @@ BENCHES = {
     "loadgen": Bench(
         "swift_dss.bench.loadgen:run", "requests per client CPU-second: ours / other", 3
     ),
+    "links": Bench(
+        "swift_dss.bench.links:run", "testbed links (tc-shaped veths): measured / set rate", 1
+    ),
 }
 
 

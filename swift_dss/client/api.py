@@ -19,13 +19,14 @@ import requests
 from swiftclient.client import Connection
 from swiftclient.exceptions import ClientException
 
+from swift_dss.client.auth import DEFAULT_AUTH_URL as DEFAULT_AUTH_URL
+from swift_dss.client.auth import DEFAULT_KEY as DEFAULT_KEY
+from swift_dss.client.auth import DEFAULT_USER as DEFAULT_USER
+from swift_dss.client.auth import SwiftAuth, connection_kwargs
 from swift_dss.client.classes import Classes, as_classmap, class_file, class_headers
 from swift_dss.client.classes import classes_from_headers as _classes_from_headers
 from swift_dss.formats import CLASS_FILE, OBJECT_FILE, ClassMap
 
-DEFAULT_AUTH_URL = "http://127.0.0.1:8080/auth/v1.0"
-DEFAULT_USER = "test:tester"
-DEFAULT_KEY = "testing"
 CHUNK = 64 * 1024
 
 UploadVia = Literal["headers", "object-file"]
@@ -196,8 +197,11 @@ def _raw_request(
 class DssClient:
     """Object storage operations with classes, over one swiftclient Connection.
 
-    Arguments left out come from ``ST_AUTH``, ``ST_USER`` and ``ST_KEY``, then default to the
-    all-in-one cluster's tempauth account.
+    ``auth`` carries the options of the ``swift`` CLI (see auth.py). Without it:
+    ``auth_url``, ``user`` and ``key`` make a tempauth login (what is left out comes from
+    ``ST_AUTH``, ``ST_USER``, ``ST_KEY``); with none of them, the environment's options as
+    the CLI reads them (``ST_*``, ``OS_*``). Failing all, the all-in-one cluster's tempauth
+    account. Bad options raise AuthOptionError (a ValueError).
     """
 
     def __init__(
@@ -206,24 +210,25 @@ class DssClient:
         user: str | None = None,
         key: str | None = None,
         *,
-        auth_version: str = "1",
+        auth: SwiftAuth | None = None,
         retries: int = 3,
         timeout: float | None = 60.0,
         connection: Connection | None = None,
     ) -> None:
-        self.auth_url = auth_url or os.environ.get("ST_AUTH") or DEFAULT_AUTH_URL
-        self.user = user or os.environ.get("ST_USER") or DEFAULT_USER
-        key = key or os.environ.get("ST_KEY") or DEFAULT_KEY
-        self.conn = connection or Connection(
-            authurl=self.auth_url,
-            user=self.user,
-            key=key,
-            auth_version=auth_version,
-            retries=retries,
-            starting_backoff=0.5,
-            max_backoff=4,
-            timeout=timeout,
-        )
+        if auth is None:
+            auth = SwiftAuth.from_env()
+            if auth_url or user or key:
+                # The positional form is a tempauth login, whatever OS_* the shell holds.
+                auth = SwiftAuth(auth=auth_url or auth.auth, user=user or auth.user,
+                                 key=key or auth.key, auth_version="1")  # fmt: skip
+        if connection is None:
+            kwargs = connection_kwargs(auth)
+            connection = Connection(
+                **kwargs, retries=retries, starting_backoff=0.5, max_backoff=4, timeout=timeout
+            )
+        self.conn = connection
+        self.auth_url = connection.authurl or connection.url or DEFAULT_AUTH_URL
+        self.user = connection.user
 
     def close(self) -> None:
         self.conn.close()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 import click
 
+from swift_dss.client.auth import AuthOptionError, SwiftAuth, auth_options
 from swift_dss.client.classes import class_headers, parse_classes
 from swift_dss.formats import (
     ClassError,
@@ -49,30 +50,13 @@ def _reported() -> Iterator[None]:
         raise click.ClickException(str(e)) from None
 
 
-def auth_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    from swift_dss.client.api import DEFAULT_AUTH_URL, DEFAULT_KEY, DEFAULT_USER
-
-    f = click.option(
-        "--key", envvar="ST_KEY", default=DEFAULT_KEY, show_envvar=True, help="Auth key."
-    )(f)
-    f = click.option(
-        "--user", envvar="ST_USER", default=DEFAULT_USER, show_default=True, show_envvar=True
-    )(f)
-    f = click.option(
-        "--auth-url",
-        envvar="ST_AUTH",
-        default=DEFAULT_AUTH_URL,
-        show_default=True,
-        show_envvar=True,
-        help="Swift auth URL (tempauth v1).",
-    )(f)
-    return f
-
-
-def _client(auth_url: str, user: str, key: str) -> Any:
+def _client(auth: SwiftAuth) -> Any:
     from swift_dss.client.api import DssClient
 
-    return DssClient(auth_url, user, key)
+    try:
+        return DssClient(auth=auth)
+    except AuthOptionError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _classes_option(object_class: int | None, range_class: str | None) -> ClassMap | None:
@@ -127,9 +111,7 @@ def upload(
     policy: str,
     via: str,
     name: str | None,
-    auth_url: str,
-    user: str,
-    key: str,
+    auth: SwiftAuth,
 ) -> None:
     """Upload FILEs to CONTAINER with classes."""
     if auto and object_class is not None:
@@ -145,7 +127,7 @@ def upload(
             from swift_dss.client.classifier import Classifier
 
             classifier = Classifier.load(policy, scheme)
-        client = _client(auth_url, user, key)
+        client = _client(auth)
         client.ensure_container(container)
         for path in files:
             cmap, why = given, ""
@@ -171,13 +153,11 @@ def upload(
     help="File to write ('-': standard output; default: the object's last name part).",
 )
 @auth_options
-def download(
-    container: str, object_name: str, output: str | None, auth_url: str, user: str, key: str
-) -> None:
+def download(container: str, object_name: str, output: str | None, auth: SwiftAuth) -> None:
     """Download OBJECT from CONTAINER and print its classes."""
     target = output or PurePosixPath(object_name).name or "object"
     with _reported():
-        client = _client(auth_url, user, key)
+        client = _client(auth)
         if target == "-":
             cmap = client.download(container, object_name, sys.stdout.buffer)
             sys.stdout.buffer.flush()
@@ -195,12 +175,10 @@ def download(
 @click.argument("object_name", metavar="OBJECT")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @auth_options
-def classes(
-    container: str, object_name: str, as_json: bool, auth_url: str, user: str, key: str
-) -> None:
+def classes(container: str, object_name: str, as_json: bool, auth: SwiftAuth) -> None:
     """Print the current classes of OBJECT in CONTAINER."""
     with _reported():
-        cmap = _client(auth_url, user, key).classes(container, object_name)
+        cmap = _client(auth).classes(container, object_name)
     if as_json:
         click.echo(json.dumps(_classes_json(cmap)))
     else:
@@ -227,16 +205,14 @@ def reclassify(
     object_class: int | None,
     range_class: str | None,
     via: str,
-    auth_url: str,
-    user: str,
-    key: str,
+    auth: SwiftAuth,
 ) -> None:
     """Change the classes of OBJECT without re-uploading it."""
     cmap = _classes_option(object_class, range_class)
     if cmap is None:
         raise click.UsageError("give --class, --range-class or both")
     with _reported():
-        _client(auth_url, user, key).reclassify(container, object_name, cmap, via=via)  # type: ignore[arg-type]
+        _client(auth).reclassify(container, object_name, cmap, via=via)  # type: ignore[arg-type]
     click.echo(f"{container}/{object_name}: {', '.join(_header_lines(cmap))} (via {via})")
 
 

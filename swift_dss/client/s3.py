@@ -5,6 +5,10 @@ CopyObject, UploadPartCopy) gets the classes that ``classes_for`` chooses, eithe
 X-DSS-* headers or, for stores that pass only user metadata through, as
 ``x-amz-meta-dss-object-class`` / ``x-amz-meta-dss-range-class``. The headers are added
 before the request is built, so SigV4 signs them like any other header.
+
+A call that names a ``StorageClass`` is left alone: on a proxy with the
+``s3_storage_class`` filter the storage class is the object's class (and its parts'), and
+a class sent beside it would have to agree with it.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class ClassHooks:
         self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
     ) -> None:
         context.pop(_CONTEXT_KEY, None)
+        if params.get("StorageClass"):
+            return
         cmap = as_classmap(self.classes_for(model.name, dict(params)))
         if cmap is None:
             return
@@ -112,6 +118,7 @@ def attach_classes(
     for each call; a fixed ClassMap or class goes on every call. A multipart upload asks once
     per call, so each part and the completion carry classes too; range classes are sent as
     given, so choose them per call (``params["PartNumber"]``) when parts need their own.
+    Calls with a ``StorageClass`` are skipped: the storage class decides their class.
     Returns the hooks, whose ``detach()`` removes them.
     """
     if via not in ("headers", "metadata"):

@@ -14,6 +14,7 @@ from swift_dss.deploy.inventory import InventoryError, load_inventory
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
 from swift_dss.deploy.netns import NetnsError
 from swift_dss.deploy.saio import TIER_MODES, SaioError
+from swift_dss.testbed.settings import TestbedSettings
 
 DEFAULT_DIR = Path("run/local-cluster")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,15 +58,26 @@ def generate(inventory: Path, out: Path) -> None:
 
 def describe(cluster: LocalCluster) -> str:
     st = cluster.status()
+    tb = st["testbed"]
+    where = "root namespace" if tb is None else f"netns {tb['proxy_namespace']}"
     lines = [
-        f"Swift proxy:   {st['proxy']} (root namespace)",
+        f"Swift proxy:   {st['proxy']} ({where})",
         f"Auth (v1.0):   {st['auth']}  user {cluster.user}  key {cluster.key}",
         f"Bridge:        {st['bridge']['name']} {st['bridge']['address']}/24",
         f"Directory:     {st['dir']}",
         "Devices:       "
         + ("plain directories" if st["tier_mode"] == "none" else f"dss-tier {st['tier_mode']}"),
-        "Storage nodes:",
     ]
+    if tb is not None:
+        rates = ", ".join(f"{name} {link['rate']}" for name, link in tb["links"].items())
+        lines += [
+            f"Testbed:       dilation K={tb['dilation']}; client netns "
+            f"{tb['client_namespace']} ({tb['client_ip']})",
+            f"Links:         {rates} (dilated, each way)",
+            f"Workers:       proxy {tb['workers']['proxy']}, each storage server "
+            f"{tb['workers']['servers']}; tier models {' / '.join(tb['tier_models'])}",
+        ]
+    lines.append("Storage nodes:")
     for name, node in st["nodes"].items():
         procs = [p for p in st["processes"].values() if p["node"] == name]
         alive = sum(p["alive"] for p in procs)
@@ -94,11 +106,40 @@ def local_cluster() -> None:
 @click.option(
     "--tier-cache-size", default="64MiB", show_default=True, help="Each node's SSD cache."
 )
+@click.option(
+    "--testbed",
+    is_flag=True,
+    help="The paper's testbed: proxy and client in namespaces of their own, shaped links, "
+    "dilated time, device models (docs/deployment.md).",
+)
+@click.option(
+    "--dilation", type=int, help="[testbed] K, a whole number: rates / K, timeouts x K.  [1]"
+)
+@click.option("--client-rate", help="[testbed] The client's link, tc units.  [10gbit]")
+@click.option("--proxy-rate", help="[testbed] The proxy's link.  [10gbit]")
+@click.option("--storage-rate", help="[testbed] Each storage node's link.  [1gbit]")
+@click.option("--proxy-workers", type=int, help="[testbed] Proxy workers (paper: 32).  [2]")
+@click.option(
+    "--server-workers", type=int, help="[testbed] Workers per storage server (paper: 8).  [1]"
+)
+@click.option("--ssd-model", help="[testbed] dss-tier SSD model.  [intel710]")
+@click.option("--hdd-model", help="[testbed] dss-tier HDD model.  [st1000nm0011]")
 @one_line_errors(*EXPECTED)
 def up(
-    dir_: Path, nodes: int, replicas: int, port: int, tier_mode: str, tier_cache_size: str
+    dir_: Path,
+    nodes: int,
+    replicas: int,
+    port: int,
+    tier_mode: str,
+    tier_cache_size: str,
+    testbed: bool,
+    **testbed_options: Any,
 ) -> None:
     """Start the cluster and return once the proxy answers; the servers keep running."""
+    given = {k: v for k, v in testbed_options.items() if v is not None}
+    if given and not testbed:
+        flag = "--" + next(iter(given)).replace("_", "-")
+        raise click.UsageError(f"{flag} is a testbed setting: add --testbed")
     cfg = LocalClusterConfig(
         dir=dir_,
         nodes=nodes,
@@ -106,6 +147,7 @@ def up(
         port=port,
         tier_mode=tier_mode,
         tier_cache_size=tier_cache_size,
+        testbed=TestbedSettings(**given) if testbed else None,
     )
     cluster = LocalCluster(cfg)
     cluster.up()

@@ -89,6 +89,8 @@ def proxy_configs(
     users = {f"user_{k.replace(':', '_')}": v for k, v in inv.tempauth_users.items()}
     values = {
         **_common(inv, paths, proxy.name),
+        "workers": ini_value(inv.cluster.proxy_workers or inv.cluster.workers),
+        "proxy_settings": ini_lines(inv.proxy_server),
         "bind_ip": bind_ip or proxy.bind_ip,
         "bind_port": proxy.port,
         "pipeline": PIPELINE,
@@ -176,6 +178,19 @@ def build_cluster_rings(inv: Inventory, dest: Path) -> list[Path]:
 
 # --- systemd units ---------------------------------------------------------------------------
 
+#: The WSGI servers: `swift-reload` re-executes their manager process under the same pid, which
+#: starts new workers on the new code and lets the old ones finish their requests.
+WSGI_SERVERS = frozenset(
+    {"swift-proxy-server", "swift-account-server", "swift-container-server", "swift-object-server"}
+)
+
+
+def reload_line(inv: Inventory, unit: str) -> str:
+    """ExecReload= for a WSGI server's unit; nothing for the other daemons (restart those)."""
+    if unit not in WSGI_SERVERS:
+        return ""
+    return f"ExecReload={inv.cluster.bin_dir}/swift-reload $MAINPID"
+
 
 def tier_unit_name(dev: Device) -> str:
     return f"dss-tier-{dev.name}.service"
@@ -239,6 +254,7 @@ def storage_units(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict[s
                 "after": " ".join(tier_units),
                 "requires": f"Requires={' '.join(tier_units)}" if tier_units else "",
                 "exec_start": f"{inv.cluster.bin_dir}/{script} {paths.swift_dir}/{conf}",
+                "reload": reload_line(inv, unit),
             },
         )
     units["swift-dss.target"] = render_text(
@@ -260,6 +276,7 @@ def proxy_units(inv: Inventory, proxy: ProxyNode, paths: NodePaths) -> dict[str,
                 "requires": "",
                 "exec_start": f"{inv.cluster.bin_dir}/swift-proxy-server "
                 f"{paths.swift_dir}/proxy-server.conf",
+                "reload": reload_line(inv, "swift-proxy-server"),
             },
         )
     }

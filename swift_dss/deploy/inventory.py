@@ -70,6 +70,8 @@ class Cluster:
     bin_dir: str = "/usr/local/bin"
     mount_check: bool = True
     workers: str = "auto"
+    #: The proxies' workers; empty: the same as every other server's.
+    proxy_workers: str = ""
     ports: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_PORTS))
     memcache_servers: list[str] = field(default_factory=list)
     #: Options of [object-replicator]; sync_method is always ssync.
@@ -83,6 +85,8 @@ class Inventory:
     storage: list[StorageNode]
     #: [filter:dss] options of every proxy.
     dss: dict[str, str] = field(default_factory=dict)
+    #: Extra [app:proxy-server] options of every proxy (timeouts, ...).
+    proxy_server: dict[str, str] = field(default_factory=dict)
     #: Extra [app:object-server] options of every storage node.
     object_server: dict[str, str] = field(default_factory=dict)
     #: dss-tier settings for tiered devices: mode, cache_size, policy, ssd_model, hdd_model.
@@ -245,6 +249,7 @@ def parse_inventory(data: Any) -> Inventory:
         proxies=[parse_proxy(p, f"proxies[{i}]") for i, p in enumerate(raw["proxies"])],
         storage=[parse_storage(s, f"storage[{i}]") for i, s in enumerate(raw["storage"])],
         dss=_strings(raw.get("dss"), "dss"),
+        proxy_server=_strings(raw.get("proxy_server"), "proxy_server"),
         object_server=_strings(raw.get("object_server"), "object_server"),
         tier=_strings(raw.get("tier"), "tier"),
         tempauth_users=_strings(raw.get("tempauth_users"), "tempauth_users"),

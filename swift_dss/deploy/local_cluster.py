@@ -24,6 +24,10 @@ Layout of DIR:
     nodes/sN/log/        one log per process, Swift's access log included
     nodes/sN/dssio-record.jsonl   every object I/O with its class (dssio_backend = record)
 
+With `testbed` settings (the paper's testbed, docs/deployment.md) the proxy and memcached
+run in a namespace of their own (dss-TAG-proxy, 198.18.0.2), a client namespace
+(dss-TAG-client, 198.18.0.3) is there for the load, and every link is shaped with tc.
+
 The settings are `LocalClusterConfig` (local_cluster_config.py); the nodes' devices and
 their tiers are the base class `NodeDevices` (local_devices.py).
 """
@@ -52,18 +56,21 @@ from swift_dss.deploy.generate import (
 from swift_dss.deploy.inventory import Cluster, Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConfig
 from swift_dss.deploy.local_devices import DEVICE, NodeDevices
+from swift_dss.deploy.local_testbed import TestbedNodes
 from swift_dss.deploy.netns import NetnsError, Network
 from swift_dss.deploy.probes import free_ports, http, rss_kib, tcp_answers
 from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
 from swift_dss.deploy.swift_config import current_user
+from swift_dss.testbed import shaping
+from swift_dss.testbed.settings import ROLES
 
 STATE_FILE = "local-cluster.json"
 STORAGE_SERVERS = ("account", "container", "object")
 RSYNC_PORT = 873
 
 
-class LocalCluster(NodeDevices):
+class LocalCluster(NodeDevices, TestbedNodes):
     state_file = STATE_FILE
     config_type = LocalClusterConfig
     kind = "local cluster"
@@ -81,8 +88,12 @@ class LocalCluster(NodeDevices):
         return int(self._state.data.get("proxy_port", self.cfg.port))
 
     @property
+    def proxy_ip(self) -> str:
+        return "127.0.0.1" if self.cfg.testbed is None else Network.role_address("proxy")
+
+    @property
     def proxy_url(self) -> str:
-        return f"http://127.0.0.1:{self.proxy_port}"
+        return f"http://{self.proxy_ip}:{self.proxy_port}"
 
     def node_ip(self, node: str) -> str:
         return Network.address(int(node[1:]))
@@ -104,6 +115,8 @@ class LocalCluster(NodeDevices):
 
     def inventory(self) -> Inventory:
         st = self._state.data
+        testbed = self.cfg.testbed
+        workers = str(self.cfg.workers if testbed is None else testbed.server_workers)
         cluster = Cluster(
             replicas=self.cfg.replicas,
             part_power=PART_POWER,
@@ -115,19 +128,27 @@ class LocalCluster(NodeDevices):
             # Tier devices are mounts: a node whose tier is down answers 507 rather than
             # write into the bare mount point. Plain devices are directories on a tmpfs.
             mount_check=self.cfg.tier_mode is not None,
-            workers=str(self.cfg.workers),
+            workers=workers,
+            proxy_workers="" if testbed is None else str(testbed.proxy_workers),
             memcache_servers=[f"127.0.0.1:{st['memcached_port']}"],
             replicator={"concurrency": "1", "interval": str(self.cfg.replicator_interval)},
         )
+        # Without the testbed the proxy listens on the root namespace's loopback and reaches
+        # the nodes from the bridge's address; with it, on its own namespace's address.
+        proxy_ip = Network.bridge_address() if testbed is None else self.proxy_ip
         return Inventory(
             cluster=cluster,
-            proxies=[ProxyNode("proxy", Network.bridge_address(), self.proxy_port, "127.0.0.1")],
+            proxies=[ProxyNode("proxy", proxy_ip, self.proxy_port, self.proxy_ip)],
             storage=[
                 StorageNode(name, self.node_ip(name), zone=i, devices=[Device(DEVICE)])
                 for i, name in enumerate(self.node_names, start=1)
             ],
             dss=dict(self.cfg.dss_options),
-            object_server={"dssio_backend": self.cfg.dssio_backend},
+            proxy_server={} if testbed is None else testbed.proxy_options(),
+            object_server={
+                "dssio_backend": self.cfg.dssio_backend,
+                **({} if testbed is None else testbed.object_options()),
+            },
             tempauth_users={"test:tester": "testing .admin"},
         )
 
@@ -168,12 +189,17 @@ class LocalCluster(NodeDevices):
     def _make_network(self) -> None:
         # The state file names the tag before anything exists, so `down` finds it all.
         self.net.make_bridge()
+        if self.cfg.testbed is not None:
+            for role in ROLES:
+                self.net.make_role(role)
         tiers = []
         for i, name in enumerate(self.node_names, start=1):
             self.net.make_node(i)
             tier = self._provision_node(name)
             if tier is not None:
                 tiers.append(tier)
+        if self.cfg.testbed is not None:
+            shaping.apply(self.links())
         for mount in tiers:
             wait_tier_mounted(mount)
 
@@ -241,19 +267,27 @@ class LocalCluster(NodeDevices):
     def _start(self, memcached: str) -> None:
         log_dir = self.dir / "proxy" / "log"
         mc_cmd = self._memcached_cmd(memcached, self._state.data["memcached_port"])
-        self._spawn("memcached", None, mc_cmd, log_dir / "memcached.log")
+        self._spawn("memcached", None, mc_cmd, log_dir / "memcached.log", self._proxy_prefix())
         for node in self.node_names:
             self.start_node(node, wait=False)
         proxy_dir = self.dir / "proxy"
         log = log_dir / "proxy-server.log"
         cmd = self._swift_cmd(proxy_dir, "swift-proxy-server", "proxy-server.conf", log)
-        self._spawn("proxy-server", None, cmd, log)
+        self._spawn("proxy-server", None, cmd, log, self._proxy_prefix())
 
-    def _spawn(self, name: str, node: str | None, cmd: list[str], log: Path) -> None:
+    def _spawn(
+        self,
+        name: str,
+        node: str | None,
+        cmd: list[str],
+        log: Path,
+        prefix: list[str] | None = None,
+    ) -> None:
         # `ip netns exec` execs the command in place: the pid and process group stay, and
         # each server's workers share its group, by which `down` finds them.
-        prefix = self.net.exec_prefix(int(node[1:])) if node else []
-        self._procs.spawn(name, cmd, log, launch=[*prefix, *cmd], node=node)
+        if node:
+            prefix = self.net.exec_prefix(int(node[1:]))
+        self._procs.spawn(name, cmd, log, launch=[*(prefix or []), *cmd], node=node)
 
     def _checks(self, node: str) -> list[Check]:
         checks: list[Check] = []
@@ -265,11 +299,18 @@ class LocalCluster(NodeDevices):
         return checks
 
     def _wait(self, checks: list[Check]) -> None:
-        self._procs.wait_ready(checks, self.cfg.start_timeout, 0.2)
+        timeout = self.cfg.start_timeout
+        if self.cfg.testbed is not None:
+            timeout = self.cfg.testbed.dilated.timeout(timeout)  # slower devices start slower
+        self._procs.wait_ready(checks, timeout, 0.2)
 
     def _wait_ready(self) -> None:
         port = self._state.data["memcached_port"]
-        checks: list[Check] = [("memcached", lambda: tcp_answers(port))]
+        checks: list[Check] = []
+        if self.cfg.testbed is None:
+            # In the testbed memcached is on the proxy namespace's loopback, out of reach
+            # from here; the proxy's own check (tempauth tokens) proves it answers.
+            checks.append(("memcached", lambda: tcp_answers(port)))
         for node in self.node_names:
             checks += self._checks(node)
         checks.append(("proxy-server", self._proxy_serves))
@@ -382,6 +423,7 @@ class LocalCluster(NodeDevices):
             "account": self.account_url,
             "bridge": {"name": self.net.bridge, "address": Network.bridge_address()},
             "tier_mode": self.cfg.tier_mode or "none",
+            "testbed": self._testbed_status(),
             "nodes": {n: self._node_status(n) for n in self.node_names},
             "namespaces": self.net.namespaces(),
             "processes": processes,

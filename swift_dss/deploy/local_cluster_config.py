@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from swift_dss.deploy.cluster_config import ClusterConfig
 from swift_dss.deploy.saio_config import SaioConfig, SaioError
+from swift_dss.testbed.settings import TestbedError, TestbedSettings
 
 #: The operator policy of the local cluster: clients may set 0 and 11-31, never the
 #: storage system's own classes 1-10. max_ranges below what fits in one header line, so
@@ -41,28 +42,42 @@ class LocalClusterConfig(ClusterConfig):
     #: The replicator daemon's pause between passes; tests run passes themselves (--once).
     replicator_interval: int = 3600
     start_timeout: float = 120.0
+    #: The paper's testbed emulated: proxy and client in namespaces of their own, shaped
+    #: links, dilated time, the testbed's workers, timeouts and device models. None: the
+    #: plain local cluster (proxy in the root namespace, no shaping).
+    testbed: TestbedSettings | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.tier_mode == "none":
             self.tier_mode = None
+        if isinstance(self.testbed, dict):  # from the state file
+            self.testbed = TestbedSettings(**self.testbed)
 
     def validate(self) -> None:
         if not 1 <= self.nodes <= 200:
             raise ClusterError("nodes must be from 1 to 200")
         if not 1 <= self.replicas <= self.nodes:
             raise ClusterError(f"{self.replicas} replicas need 1 to {self.nodes} storage nodes")
+        if self.testbed is not None:
+            try:
+                self.testbed.validate()
+            except TestbedError as err:
+                raise ClusterError(f"testbed: {err}") from None
         if self.tier_mode is not None:
             self.tier_config().validate()
 
     def tier_config(self) -> SaioConfig:
         """The tier settings in the form the all-in-one's tier mounting takes them."""
+        ssd_model, hdd_model = self.tier_ssd_model, self.tier_hdd_model
+        if self.testbed is not None:
+            ssd_model, hdd_model = self.testbed.models()
         return SaioConfig(
             dir=self.dir,
             tier_mode=self.tier_mode,
             tier_cache_size=self.tier_cache_size,
             tier_policy=self.tier_policy,
-            tier_ssd_model=self.tier_ssd_model,
-            tier_hdd_model=self.tier_hdd_model,
+            tier_ssd_model=ssd_model,
+            tier_hdd_model=hdd_model,
             devices_size=self.devices_size,
         )

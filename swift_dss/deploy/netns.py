@@ -3,8 +3,11 @@
     root namespace                      namespace NS_PREFIX-s1 ...
     bridge BRIDGE 198.18.0.1/24 ──veth── eth0 198.18.0.11/24
                                 ──veth── eth0 198.18.0.12/24 ...
+                                ──veth── eth0 198.18.0.2/24   NS_PREFIX-proxy (testbed)
+                                ──veth── eth0 198.18.0.3/24   NS_PREFIX-client (testbed)
 
-Everything is made with `ip` (iproute2). Names carry a tag derived from the cluster's
+Everything is made with `ip` (iproute2); the testbed's links are shaped with `tc`
+(swift_dss.testbed.shaping). Names carry a tag derived from the cluster's
 directory, so that `down` finds leftovers of a crashed run by name alone.
 """
 
@@ -16,11 +19,17 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from swift_dss.testbed import shaping
+from swift_dss.testbed.settings import ROLES, TestbedSettings
+from swift_dss.testbed.shaping import Link
+
 #: RFC 2544's benchmarking range: nothing outside our own namespaces uses it.
 SUBNET = ipaddress.ip_network("198.18.0.0/24")
 BRIDGE_ADDRESS = SUBNET.network_address + 1
 #: Storage node N (1-based) gets 198.18.0.(10 + N).
 FIRST_NODE_HOST = 10
+#: The testbed's proxy and client nodes, by role: their address's last byte.
+ROLE_HOSTS = {"proxy": 2, "client": 3}
 
 
 class NetnsError(Exception):
@@ -83,15 +92,55 @@ class Network:
         ip("addr", "add", f"{BRIDGE_ADDRESS}/{SUBNET.prefixlen}", "dev", self.bridge)
         ip("link", "set", self.bridge, "up")
 
+    def role_namespace(self, role: str) -> str:
+        return f"{self.prefix}{role}"
+
+    def role_veth(self, role: str) -> str:
+        return f"dss{self.tag}{role[0]}"
+
+    @staticmethod
+    def role_address(role: str) -> str:
+        return str(SUBNET.network_address + ROLE_HOSTS[role])
+
     def make_node(self, node: int) -> None:
-        ns, veth = self.namespace(node), self.veth(node)
+        self._make_host(self.namespace(node), self.veth(node), self.address(node))
+
+    def make_role(self, role: str) -> None:
+        """The namespace of the testbed's proxy or client, on the bridge like a storage node."""
+        self._make_host(self.role_namespace(role), self.role_veth(role), self.role_address(role))
+
+    def link(self, name: str, rate: int) -> Link:
+        """The veth pair of NAME (a role, or storage node "sN") shaped to RATE bit/s."""
+        if name in ROLE_HOSTS:
+            return Link(name, self.role_namespace(name), self.role_veth(name), rate)
+        node = int(name[1:])
+        return Link(name, self.namespace(node), self.veth(node), rate)
+
+    def _make_host(self, ns: str, veth: str, address: str) -> None:
         ip("netns", "add", ns)
         ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
         ip("link", "set", veth, "master", self.bridge)
         ip("link", "set", veth, "up")
         ip("-n", ns, "link", "set", "lo", "up")
-        ip("-n", ns, "addr", "add", f"{self.address(node)}/{SUBNET.prefixlen}", "dev", "eth0")
+        ip("-n", ns, "addr", "add", f"{address}/{SUBNET.prefixlen}", "dev", "eth0")
         ip("-n", ns, "link", "set", "eth0", "up")
+
+    def testbed_links(self, settings: TestbedSettings, nodes: int) -> list[Link]:
+        """Every link of a testbed of NODES storage nodes at SETTINGS' dilated rates."""
+        names = [*ROLES, *(f"s{i}" for i in range(1, nodes + 1))]
+        return [self.link(name, settings.link_rate(name)) for name in names]
+
+    def make_testbed(self, settings: TestbedSettings, nodes: int) -> list[Link]:
+        """The bridge, the client's, proxy's and NODES storage nodes' namespaces, each link
+        shaped; a caller with storage to set up per node makes the parts itself."""
+        self.make_bridge()
+        for role in ROLES:
+            self.make_role(role)
+        for node in range(1, nodes + 1):
+            self.make_node(node)
+        links = self.testbed_links(settings, nodes)
+        shaping.apply(links)
+        return links
 
     def exec_prefix(self, node: int) -> list[str]:
         return ["ip", "netns", "exec", self.namespace(node)]
@@ -106,14 +155,26 @@ class Network:
     def bridge_exists(self) -> bool:
         return ip("link", "show", self.bridge, check=False).returncode == 0
 
+    def veths(self) -> list[str]:
+        """The root-side ends of this network's veth pairs."""
+        out = ip("-o", "link", "show", check=False).stdout.splitlines()
+        names = [line.split(":")[1].strip().split("@")[0] for line in out if ":" in line]
+        return sorted(n for n in names if n.startswith(f"dss{self.tag}"))
+
     def remove(self) -> list[str]:
-        """Delete every namespace and the bridge of this network; return what is left."""
+        """Delete every veth pair, namespace and the bridge of this network (the qdiscs go
+        with their interfaces); return what is left."""
+        for veth in self.veths():
+            # The kernel dismantles a deleted namespace's devices later, in the background;
+            # deleting one end of a pair removes both, and their qdiscs, before returning.
+            ip("link", "delete", veth, check=False)
         for ns in self.namespaces():
-            # Deleting the namespace deletes its end of the veth and with it the pair.
+            # Deleting the namespace deletes its end of the veth and with it the pair, and
+            # the qdiscs of both ends.
             ip("netns", "delete", ns, check=False)
         if self.bridge_exists():
             ip("link", "delete", self.bridge, check=False)
-        left = self.namespaces()
+        left = self.namespaces() + self.veths()
         if self.bridge_exists():
             left.append(self.bridge)
         return left

@@ -36,6 +36,7 @@ from swift_dss.deploy.saio_config import (
     tier_errors,
 )
 from swift_dss.deploy.swift_config import PIPELINE, current_user, ini_lines, ini_value, render
+from swift_dss.deploy.tempauth import tempauth_options
 from swift_dss.dssio.detect import TIER_FSTYPE
 from swift_dss.mountinfo import mount_type
 from swift_dss.procinfo import read_proc
@@ -136,7 +137,9 @@ class Saio(ProcessCluster):
         object_settings = object_options(cfg.object_options, tiered=cfg.tier_mode is not None)
         if cfg.dss:
             object_settings = {"dssio_backend": cfg.dssio_backend, **object_settings}
-        pipeline = PIPELINE if cfg.dss else PIPELINE.replace(" dss ", " ")
+        # The baseline is stock Swift: none of the project's filters.
+        stock = " ".join(f for f in PIPELINE.split() if f not in {"dss", "s3_storage_class"})
+        pipeline = PIPELINE if cfg.dss else stock
         rendered = {
             "swift.conf": {
                 "hash_prefix": secrets.token_hex(8),
@@ -157,6 +160,7 @@ class Saio(ProcessCluster):
                 "pipeline": pipeline,
                 "dss_settings": ini_lines(cfg.dss_options),
                 "proxy_settings": ini_lines(cfg.proxy_options),
+                "tempauth_users": ini_lines(tempauth_options(cfg.tempauth_users)),
             },
         }
         for name, values in rendered.items():

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swift_dss.deploy.cluster_config import ClusterConfig
+from swift_dss.deploy.tempauth import DEFAULT_USERS, tempauth_options
 from swift_dss.policies import policy_path
 from swift_dss.tierctl import TierError, binary
 from swift_dss.tierctl.options import MountOptions, cache_size_bytes
@@ -63,6 +64,8 @@ class SaioConfig(ClusterConfig):
     object_options: dict[str, str] = field(default_factory=dict)
     #: Settings of the proxy app (e.g. node_timeout, conn_timeout for slow modelled devices).
     proxy_options: dict[str, str] = field(default_factory=dict)
+    #: tempauth users, "account:user" -> "key [group ...]" (groups such as .admin).
+    tempauth_users: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_USERS))
     #: At `down`, kill the tier daemons instead of unmounting them: the dirty blocks are
     #: not written back, so the devices' data is lost. For runs that measure and throw the
     #: cluster away, where the write-back through an HDD model takes minutes.
@@ -105,6 +108,10 @@ class SaioConfig(ClusterConfig):
             raise SaioError("devices must be at least 1 and workers at least 0")
         if not 1 <= self.replicas <= self.devices:
             raise SaioError(f"{self.replicas} replicas need 1 to {self.devices} devices")
+        try:
+            tempauth_options(self.tempauth_users)
+        except ValueError as err:
+            raise SaioError(str(err)) from None
         if self.tier_mode is None:
             return
         what = "tier cache size" if self.tier_cache() == self.tier_cache_size else "devices size"

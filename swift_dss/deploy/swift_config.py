@@ -11,10 +11,11 @@ from string import Template
 
 from swift_dss.deploy.saio_config import SaioError
 
+# s3_storage_class appears twice: before s3api and after auth and copy (its docstring says why).
 PIPELINE = (
     "catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl "
-    "ratelimit s3api tempauth copy container-quotas account-quotas slo dlo versioned_writes "
-    "symlink dss proxy-logging proxy-server"
+    "ratelimit s3_storage_class s3api tempauth copy s3_storage_class container-quotas "
+    "account-quotas slo dlo versioned_writes symlink dss proxy-logging proxy-server"
 )
 
 

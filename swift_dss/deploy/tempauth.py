@@ -4,6 +4,20 @@ from __future__ import annotations
 
 from swift_dss.deploy.probes import http
 
+#: tempauth users of the all-in-one cluster, "account:user" -> "key [group ...]".
+DEFAULT_USERS = {"test:tester": "testing .admin"}
+
+
+def tempauth_options(users: dict[str, str]) -> dict[str, str]:
+    """The ``user_<account>_<user>`` options of a ``[filter:tempauth]`` section."""
+    out = {}
+    for name, value in users.items():
+        account, sep, user = name.partition(":")
+        if not sep or not account or not user or "_" in account:
+            raise ValueError(f"tempauth user {name!r} is not ACCOUNT:USER (no _ in ACCOUNT)")
+        out[f"user_{account}_{user}"] = value
+    return out
+
 
 class TempauthAccount:
     """What a cluster with a proxy on 127.0.0.1 offers its clients; the cluster names its

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
+from swift_dss.client.auth import SwiftAuth, auth_options
 from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
+#: Swift, the cluster's own API: it needs no s3api in the proxy pipeline and takes every
+#: login the swift CLI does (tempauth, Keystone, a token), as the dss client commands do.
+DEFAULT_PROTOCOL = "swift"
 
 
 @dataclass(frozen=True)
@@ -24,52 +30,106 @@ class Target:
     creds: Credentials
 
 
-def endpoint_options(default_protocol: str) -> Callable[[Callable], Callable]:
-    """The endpoint and credential options, handed to the command as one ``target``."""
+def _endpoint(text: str | None, protocol: str) -> str:
+    """The endpoint given, else (S3) AWS_ENDPOINT_URL, else the all-in-one's proxy."""
+    if text is None and protocol == "s3":
+        text = os.environ.get("AWS_ENDPOINT_URL") or None
+    url = text or DEFAULT_ENDPOINT
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(
+            f"{url!r} is not an http(s)://HOST[:PORT] URL", param_hint="'--endpoint'"
+        )
+    return url
 
-    def wrap(f: Callable) -> Callable:
-        # functools.wraps shares f's __click_params__, so options declared below this
-        # decorator stay attached to the wrapper click sees.
-        @functools.wraps(f)
-        def with_target(
-            *args: object,
-            endpoint: str,
-            protocol: str,
-            user: str,
-            key: str,
-            auth_url: str | None,
-            region: str,
-            **kwargs: object,
-        ) -> object:
-            creds = Credentials(user=user, key=key, auth_url=auth_url, region=region)
-            return f(*args, target=Target(endpoint, protocol, creds), **kwargs)
 
-        for opt in reversed(
-            [
-                click.option("--endpoint", default=DEFAULT_ENDPOINT, show_default=True),
-                click.option(
-                    "--protocol",
-                    type=click.Choice(["swift", "s3"]),
-                    default=default_protocol,
-                    show_default=True,
-                ),
-                click.option(
-                    "--user",
-                    default=DEFAULT_USER,
-                    show_default=True,
-                    help="tempauth user, or S3 access key",
-                ),
-                click.option(
-                    "--key", default=DEFAULT_KEY, show_default=True, help="or S3 secret key"
-                ),
-                click.option("--auth-url", default=None, help="default: ENDPOINT/auth/v1.0"),
-                click.option("--region", default="us-east-1", show_default=True),
-            ]
-        ):
-            with_target = opt(with_target)
-        return with_target
+def target(
+    endpoint: str | None,
+    protocol: str,
+    auth: SwiftAuth,
+    access_key: str,
+    secret_key: str,
+    region: str,
+) -> Target:
+    """The target of a command; the Swift options are checked here, before any request."""
+    from swift_dss.client.auth import AuthOptionError, process
 
-    return wrap
+    url = _endpoint(endpoint, protocol)
+    if protocol == "s3":
+        return Target(url, protocol, Credentials(access_key, secret_key, region))
+    try:
+        process(auth, url.rstrip("/") + "/auth/v1.0")
+    except AuthOptionError as err:
+        raise click.UsageError(str(err)) from None
+    return Target(url, protocol, Credentials(swift=auth))
+
+
+def endpoint_options(f: Callable) -> Callable:
+    """The endpoint and credential options, handed to the command as one ``target``.
+
+    Swift takes the options of the swift CLI (-A/-U/-K/-V, --os-*, ST_*/OS_* variables);
+    S3 its access key, secret key and region (AWS_* variables).
+    """
+
+    # functools.wraps shares f's __click_params__, so options declared below this
+    # decorator stay attached to the wrapper click sees.
+    @functools.wraps(f)
+    def with_target(
+        *args: object,
+        endpoint: str | None,
+        protocol: str,
+        auth: SwiftAuth,
+        access_key: str,
+        secret_key: str,
+        region: str,
+        **kwargs: object,
+    ) -> object:
+        t = target(endpoint, protocol, auth, access_key, secret_key, region)
+        return f(*args, target=t, **kwargs)
+
+    wrapped = auth_options(with_target)
+    for opt in reversed(
+        [
+            click.option(
+                "--endpoint",
+                default=None,
+                help=f"proxy URL (S3: default AWS_ENDPOINT_URL; else {DEFAULT_ENDPOINT})",
+            ),
+            click.option(
+                "--protocol",
+                type=click.Choice(["swift", "s3"]),
+                default=DEFAULT_PROTOCOL,
+                envvar="DSS_PROTOCOL",
+                show_default=True,
+                show_envvar=True,
+            ),
+            click.option(
+                "--access-key",
+                envvar="AWS_ACCESS_KEY_ID",
+                default=DEFAULT_USER,
+                show_default=True,
+                show_envvar=True,
+                help="S3 access key",
+            ),
+            click.option(
+                "--secret-key",
+                envvar="AWS_SECRET_ACCESS_KEY",
+                default=DEFAULT_KEY,
+                show_envvar=True,
+                help="S3 secret key [default: the all-in-one's]",
+            ),
+            click.option(
+                "--region",
+                envvar=["AWS_REGION", "AWS_DEFAULT_REGION"],
+                default="us-east-1",
+                show_default=True,
+                show_envvar=True,
+                help="S3 signing region",
+            ),
+        ]
+    ):
+        wrapped = opt(wrapped)
+    return wrapped
 
 
 @click.group(help="Load generation with data classes (docs/loadgen.md).")
@@ -79,7 +139,7 @@ def loadgen() -> None:
 
 @loadgen.command(help="Run WORKLOAD (a YAML file or a shipped name: paper, specsfs, email).")
 @click.argument("workload")
-@endpoint_options("swift")
+@endpoint_options
 @click.option("--scale", type=float, default=None, help="multiply every object size")
 @click.option("--count-scale", type=float, default=None, help="multiply every phase's count")
 @click.option("--duration-scale", type=float, default=None, help="multiply every duration")
@@ -91,6 +151,13 @@ def loadgen() -> None:
 @click.option("--verify", is_flag=True, help="check every GET body against what was PUT")
 @click.option("--no-plots", is_flag=True)
 @click.option("--quiet", is_flag=True, help="no progress display")
+@click.option(
+    "--max-failures",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="failed requests tolerated before the exit status says the run failed",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def run(
     workload: str,
@@ -106,6 +173,7 @@ def run(
     verify: bool,
     no_plots: bool,
     quiet: bool,
+    max_failures: int,
     out: Path,
 ) -> None:
     from rich.console import Console
@@ -145,6 +213,11 @@ def run(
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     click.echo(f"results in {path}")
+    failed, total = runner.failures(doc["rows"])
+    if failed > max_failures:
+        raise click.ClickException(
+            f"{failed} of {total} requests failed (--max-failures {max_failures})"
+        )
 
 
 def print_rows(console: object, rows: list[dict]) -> None:
@@ -176,7 +249,7 @@ def workloads() -> None:
 
 
 @loadgen.command(name="sweep", help="Parallelism x object size x PUT/GET (Hou et al.).")
-@endpoint_options("s3")
+@endpoint_options
 @click.option("--parallelism", default="1,2,4,8,16,32,64", show_default=True)
 @click.option("--sizes", default="1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB", show_default=True)
 @click.option("--ops", default="put,get", show_default=True)
@@ -192,6 +265,13 @@ def workloads() -> None:
               help="class sent with every PUT")  # fmt: skip
 @click.option("--container", default="dss-sweep", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the objects in place")
+@click.option(
+    "--max-failures",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="failed requests tolerated before the exit status says the run failed",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def sweep_cmd(
     target: Target,
@@ -207,6 +287,7 @@ def sweep_cmd(
     cls: int | None,
     container: str,
     keep: bool,
+    max_failures: int,
     out: Path,
 ) -> None:
     from rich.console import Console
@@ -246,6 +327,12 @@ def sweep_cmd(
         b = doc["best"][op]
         click.echo(f"best {op}: {b['size_label']} x {b['parallelism']}: {b['mbps']:.2f} MB/s\n")
     click.echo(f"results in {out / 'results.json'}")
+    failed = sum(r["failures"] for r in doc["rows"])
+    if failed > max_failures:
+        total = sum(r["requests"] for r in doc["rows"])
+        raise click.ClickException(
+            f"{failed} of {total} measured requests failed (--max-failures {max_failures})"
+        )
 
 
 @loadgen.command(name="locustfile", help="Print the path of the workload-driven locustfile.")
@@ -254,7 +341,7 @@ def locustfile() -> None:
 
 
 @loadgen.command(name="cache-study", help="Client chunk cache with prefetching over a trace.")
-@endpoint_options("s3")
+@endpoint_options
 @click.option("--chunk-sizes", default="64KiB,1MiB,4MiB", show_default=True)
 @click.option("--cache", "cache_size", default="8MiB", show_default=True)
 @click.option("--max-window", type=click.IntRange(1, 1024), default=8, show_default=True)

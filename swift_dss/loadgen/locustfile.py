@@ -6,10 +6,13 @@
         --host http://127.0.0.1:8080 --headless -u 20 -r 20 -t 1m --csv run/locust
 
 Environment: DSS_WORKLOAD (a shipped name or a YAML path), DSS_SCALE (object sizes),
-DSS_PROTOCOL (swift or s3), DSS_USER / DSS_KEY (default the all-in-one's), DSS_SEED,
-DSS_REQUESTS (stop the run after that many object requests, counted over all users of
-the process: a run bounded by work, so that a slow machine does the same run later
-rather than a shorter one; `-t` still caps the time).
+DSS_PROTOCOL (swift, the default, or s3), DSS_SEED, DSS_REQUESTS (stop the run after that
+many object requests, counted over all users of the process: a run bounded by work, so that
+a slow machine does the same run later rather than a shorter one; `-t` still caps the
+time). Credentials as for ``dss loadgen``: Swift from the swift CLI's variables (ST_AUTH,
+ST_USER, ST_KEY, ST_AUTH_VERSION, OS_*;
+default: tempauth at HOST/auth/v1.0 as the all-in-one's test:tester), S3 from
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (default the all-in-one's).
 
 Locust has no phases with barriers, so the phases' object operations become weighted
 tasks: each op weighs the requests the workload gives it (count, or 1 per mix weight for
@@ -23,6 +26,7 @@ sizes small with DSS_SCALE.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import random
 from dataclasses import dataclass
@@ -31,11 +35,20 @@ import gevent
 import locust.stats
 from locust import FastHttpUser, between, events, task
 from locust.env import Environment
+from locust.exception import StopUser
 from locust.runners import STATE_CLEANUP, STATE_STOPPED, STATE_STOPPING
 
+from swift_dss.client.auth import SwiftAuth
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Plan
-from swift_dss.loadgen.protocols import S3, Credentials, Swift
+from swift_dss.loadgen.protocols import (
+    DEFAULT_KEY,
+    DEFAULT_USER,
+    S3,
+    AuthError,
+    Credentials,
+    Swift,
+)
 from swift_dss.loadgen.workload import Workload, load
 
 WORKLOAD: Workload = load(os.environ.get("DSS_WORKLOAD", "paper")).with_options(
@@ -43,9 +56,16 @@ WORKLOAD: Workload = load(os.environ.get("DSS_WORKLOAD", "paper")).with_options(
     seed=int(os.environ["DSS_SEED"]) if "DSS_SEED" in os.environ else None,
 )
 PROTOCOL = os.environ.get("DSS_PROTOCOL", "swift")
-CREDS = Credentials(
-    os.environ.get("DSS_USER", Credentials.user), os.environ.get("DSS_KEY", Credentials.key)
-)
+if PROTOCOL not in ("swift", "s3"):
+    raise SystemExit(f"DSS_PROTOCOL must be swift or s3, not {PROTOCOL!r}")
+if PROTOCOL == "swift":
+    CREDS = Credentials(swift=SwiftAuth.from_env())
+else:
+    CREDS = Credentials(
+        os.environ.get("AWS_ACCESS_KEY_ID") or DEFAULT_USER,
+        os.environ.get("AWS_SECRET_ACCESS_KEY") or DEFAULT_KEY,
+        os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+    )
 PAYLOAD = PayloadSource(WORKLOAD.seed)
 
 
@@ -110,16 +130,17 @@ class WorkloadUser(FastHttpUser):
         self.ops = list(WEIGHTS)
         self.cum = list(itertools.accumulate(WEIGHTS.values()))
         if PROTOCOL == "swift":
-            with self.client.get(
-                "/auth/v1.0",
-                headers={"X-Auth-User": CREDS.user, "X-Auth-Key": CREDS.key},
-                name="auth",
-                catch_response=True,
-            ) as resp:
-                url = resp.headers.get("X-Storage-Url", "")
-                self.proto: Swift | S3 = Swift(url, resp.headers.get("X-Auth-Token", ""))
+            try:
+                self.proto: Swift | S3 = _swift_login(self.host)
+            except (AuthError, ValueError) as err:
+                # Every user would fail the same way: end the run, failed, with the reason.
+                logging.error("login failed: %s", err)
+                self.environment.process_exit_code = 1
+                if self.environment.runner is not None:
+                    gevent.spawn(self.environment.runner.quit)
+                raise StopUser from None
         else:
-            self.proto = S3(self.host, CREDS.user, CREDS.key)
+            self.proto = S3(self.host, CREDS.user, CREDS.key, CREDS.region)
         self.container = self.plan.container(self.uid % WORKLOAD.containers)
         wire = self.proto.container("PUT", self.container)
         self.client.request(
@@ -161,6 +182,17 @@ class WorkloadUser(FastHttpUser):
             name=f"{op} {obj.type} c{obj.cls}",
             context={"type": obj.type, "class": obj.cls, "size": obj.size},
         )
+
+
+_logins: dict[str, Swift] = {}
+
+
+def _swift_login(host: str) -> Swift:
+    """One login per process (swiftclient: any auth version, or a given token), shared by
+    the users: a token is good for all of them, and a login per user would load Keystone."""
+    if host not in _logins:
+        _logins[host] = Swift.login(host, CREDS)
+    return _logins[host]
 
 
 def _headers(lines: list[str]) -> dict[str, str]:

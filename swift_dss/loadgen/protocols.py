@@ -13,9 +13,10 @@ import datetime as dt
 import hashlib
 import hmac
 import json
-import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
+
+from swift_dss.client.auth import SwiftAuth, login
 
 #: Defaults: the all-in-one cluster's credentials (ARCHITECTURE.md section 7).
 DEFAULT_USER = "test:tester"
@@ -27,12 +28,25 @@ class AuthError(RuntimeError):
     pass
 
 
-@dataclass
+@dataclass(frozen=True)
 class Credentials:
+    """Who the requests come from.
+
+    S3: ``user`` and ``key`` are the access key and the secret key. Swift: ``swift`` holds the
+    options of the ``swift`` CLI (tempauth, Keystone or a token); without it, ``user``,
+    ``key`` and ``auth_url`` are a tempauth v1 login.
+    """
+
     user: str = DEFAULT_USER
     key: str = DEFAULT_KEY
     region: str = "us-east-1"
     auth_url: str | None = None  # Swift: default ENDPOINT/auth/v1.0
+    swift: SwiftAuth | None = None
+
+    def swift_auth(self) -> SwiftAuth:
+        if self.swift is not None:
+            return self.swift
+        return SwiftAuth(auth=self.auth_url, user=self.user, key=self.key, auth_version="1")
 
 
 @dataclass
@@ -65,17 +79,18 @@ class Swift(Protocol):
 
     @classmethod
     def login(cls, endpoint: str, creds: Credentials, timeout: float = 30) -> Swift:
-        auth_url = creds.auth_url or endpoint.rstrip("/") + "/auth/v1.0"
-        req = urllib.request.Request(
-            auth_url, headers={"X-Auth-User": creds.user, "X-Auth-Key": creds.key}
-        )
+        """Log in with swiftclient (any auth version), or take a given token and URL."""
+        from swiftclient.exceptions import ClientException
+
+        default_auth_url = endpoint.rstrip("/") + "/auth/v1.0"
+        auth = creds.swift_auth()
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                url, token = resp.headers["X-Storage-Url"], resp.headers["X-Auth-Token"]
-        except OSError as err:
-            raise AuthError(f"tempauth at {auth_url}: {err}") from err
+            url, token = login(auth, default_auth_url, timeout)
+        except (ClientException, OSError) as err:
+            where = auth.auth or auth.os_auth_url or default_auth_url
+            raise AuthError(f"login at {where}: {err}") from err
         if not url or not token:
-            raise AuthError(f"tempauth at {auth_url} answered without a storage URL or token")
+            raise AuthError("the login answered without a storage URL or token")
         return cls(url.rstrip("/"), token)
 
     def object(self, method: str, container: str, name: str, cls: int | None) -> Wire:

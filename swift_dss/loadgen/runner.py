@@ -216,6 +216,12 @@ def summarize(workload: Workload, outs: list[dict[str, Any]]) -> RunResult:
     return RunResult(recorder, phases, client, warnings)
 
 
+def failures(rows: list[dict[str, Any]]) -> tuple[int, int]:
+    """(failed, all) requests of a run, from the per-phase-and-op rows of ``document``."""
+    totals = [r for r in rows if r["type"] is None and r["class"] is None]
+    return sum(r["failures"] for r in totals), sum(r["ops"] for r in totals)
+
+
 def document(
     workload: Workload, endpoint: str, protocol: str, result: RunResult, started: float
 ) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -190,7 +192,7 @@ def test_boto3_copy_keeps_or_sets_classes(s3: Any, client: DssClient) -> None:
 
 
 def _auth(saio: Any) -> list[str]:
-    return ["--auth-url", saio.auth_url, "--user", saio.user, "--key", saio.key]
+    return ["-A", saio.auth_url, "-U", saio.user, "-K", saio.key]
 
 
 def test_cli_upload_auto_and_back(saio: Any, client: DssClient, tmp_path: Path) -> None:
@@ -234,3 +236,46 @@ def test_cli_refusal_is_one_line(saio: Any, tmp_path: Path) -> None:
     assert "Traceback" not in r.output
     assert r.output.strip().splitlines()[-1].startswith("Error: PUT")
     assert "403" in r.output
+
+
+AUTH_VARS = ("ST_AUTH", "ST_USER", "ST_KEY", "ST_AUTH_VERSION", "OS_AUTH_VERSION",
+             "OS_IDENTITY_API_VERSION", "OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD",
+             "OS_AUTH_TOKEN", "OS_STORAGE_URL", "OS_PROJECT_NAME", "OS_TENANT_NAME")  # fmt: skip
+
+
+def _dss(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``dss`` in its own process, with only the auth variables given."""
+    clean = {k: v for k, v in os.environ.items() if k not in AUTH_VARS}
+    exe = Path(sys.executable).with_name("dss")
+    return subprocess.run([str(exe), *args], env={**clean, **env}, capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+
+
+def test_cli_logs_in_as_the_swift_cli_does(saio: Any, tmp_path: Path) -> None:
+    src = tmp_path / "a.txt"
+    src.write_bytes(os.urandom(3000))
+    name = _name("auth")
+    up = _dss("upload", "-A", saio.auth_url, "-U", saio.user, "-K", saio.key, "-V", "1",
+              "--class", "25", "--name", name, CONTAINER, str(src))  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    st = {"ST_AUTH": saio.auth_url, "ST_USER": saio.user, "ST_KEY": saio.key}
+    got = _dss("classes", CONTAINER, name, **st)
+    assert (got.returncode, got.stdout.strip()) == (0, "X-DSS-Object-Class: 25"), got.stderr
+    bad = _dss("classes", CONTAINER, name, **{**st, "ST_KEY": "wrong"})
+    assert bad.returncode == 1 and "401" in bad.stderr.strip().splitlines()[-1]
+    # A token from the swift CLI itself, then no credentials at all.
+    swift = Path(sys.executable).with_name("swift")
+    out = subprocess.run([str(swift), "auth"], env={**os.environ, **st}, capture_output=True,
+                         text=True, timeout=60, check=True).stdout  # fmt: skip
+    exports = dict(
+        line.removeprefix("export ").split("=", 1) for line in out.splitlines() if "=" in line
+    )
+    token = {k: exports[k] for k in ("OS_STORAGE_URL", "OS_AUTH_TOKEN")}
+    dest = tmp_path / "back"
+    down = _dss("download", CONTAINER, name, "-o", str(dest), **token)
+    assert down.returncode == 0, down.stderr
+    assert dest.read_bytes() == src.read_bytes()
+    flags = ["--os-auth-token", token["OS_AUTH_TOKEN"], "--os-storage-url", token["OS_STORAGE_URL"]]
+    rc = _dss("reclassify", *flags, CONTAINER, name, "--class", "26")
+    assert rc.returncode == 0, rc.stderr
+    assert _dss("classes", CONTAINER, name, **st).stdout.strip() == "X-DSS-Object-Class: 26"

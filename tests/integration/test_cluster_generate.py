@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
+import os
 import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from getpass import getuser
 from pathlib import Path
 
 import pytest
@@ -14,6 +23,7 @@ from swift.common.ring import RingData
 
 from swift_dss.deploy.deploy_cli import deploy
 from swift_dss.deploy.inventory import InventoryError, load_inventory, parse_inventory
+from swift_dss.deploy.probes import free_ports, http
 
 EXAMPLE = Path(__file__).parents[2] / "swift_dss" / "deploy" / "inventory.example.yaml"
 
@@ -182,3 +192,98 @@ def test_cli_reports_a_bad_inventory_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == ["Error: proxies must be a non-empty list"]
     assert not (tmp_path / "o").exists()
+
+
+# --- the units under systemd's own checker, and the proxy's reload run for real ---------------
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def generate_with(tmp_path: Path, **cluster: object) -> Path:
+    """The example inventory with CLUSTER settings changed, generated into TMP_PATH/out."""
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["cluster"].update(cluster)
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
+def test_every_generated_unit_verifies_clean(tmp_path: Path) -> None:
+    # bin_dir is this environment's, where every command the units run exists (dss-tier is
+    # linked there by `make tier`): systemd-analyze checks that each one is executable.
+    assert (VENV_BIN / "dss-tier").exists() and (VENV_BIN / "swift-reload").exists()
+    out = generate_with(tmp_path, bin_dir=str(VENV_BIN))
+    for node in ("proxy1", "store1", "store4"):
+        unit_dir = out / "nodes" / node / "etc" / "systemd" / "system"
+        units = sorted(p.name for p in unit_dir.iterdir())
+        done = subprocess.run(
+            ["systemd-analyze", "verify", "--man=no", *units],
+            cwd=unit_dir,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (done.returncode, done.stdout + done.stderr) == (0, ""), node
+
+
+def test_wsgi_servers_reload_and_the_other_daemons_do_not(tree: Path) -> None:
+    units = tree / "nodes" / "store1" / "etc" / "systemd" / "system"
+    for server in ("account", "container", "object"):
+        service = ini(units / f"swift-{server}-server.service")["Service"]
+        assert service["ExecReload"] == "/usr/local/bin/swift-reload $MAINPID"
+    assert "ExecReload" not in ini(units / "swift-object-replicator.service")["Service"]
+    proxy = tree / "nodes" / "proxy1" / "etc" / "systemd" / "system"
+    service = ini(proxy / "swift-proxy-server.service")["Service"]
+    assert service["ExecReload"] == "/usr/local/bin/swift-reload $MAINPID"
+
+
+def test_proxy_unit_commands_start_and_reload_a_real_proxy(tmp_path: Path) -> None:
+    """ExecStart, then ExecReload with $MAINPID as systemd would run them: the manager
+    process keeps its pid and the proxy answers before and after."""
+    port = free_ports(1)[0]
+    swift_dir = tmp_path / "etc-swift"
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["cluster"].update(bin_dir=str(VENV_BIN), swift_dir=str(swift_dir), user=getuser())
+    raw["cluster"]["workers"] = 1
+    raw["proxies"] = [{"name": "proxy1", "ip": "127.0.0.1", "port": port}]
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    node = out / "nodes" / "proxy1"
+    shutil.copytree(node / str(swift_dir).lstrip("/"), swift_dir)
+    service = ini(node / "etc" / "systemd" / "system" / "swift-proxy-server.service")["Service"]
+    env = {**os.environ, "SWIFT_CONF_FILE": str(swift_dir / "swift.conf")}
+    log = (tmp_path / "proxy.log").open("w")
+    proc = subprocess.Popen(
+        shlex.split(service["ExecStart"]),
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/info"
+        assert wait_for(lambda: http(url)[0] == 200), (tmp_path / "proxy.log").read_text()
+        reload = shlex.split(service["ExecReload"].replace("$MAINPID", str(proc.pid)))
+        done = subprocess.run(reload, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Reloaded swift-proxy-server" in done.stdout
+        assert proc.poll() is None
+        assert http(url)[0] == 200
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        log.close()
+
+
+def wait_for(check: Callable[[], bool], tries: int = 300) -> bool:
+    for _ in range(tries):
+        if check():
+            return True
+        time.sleep(0.1)
+    return False

@@ -344,7 +344,7 @@ def test_cli_against_stand_in(server: _Server, tmp_path: Path) -> None:
 
     from swift_dss.cli import main
 
-    auth = ["--auth-url", server.auth_url]
+    auth = ["-A", server.auth_url]
     src = tmp_path / "movie.mkv"
     data = os.urandom(2000)
     src.write_bytes(data)
@@ -420,3 +420,72 @@ def test_request_without_an_answer_raises() -> None:
         pytest.raises(DssError, match=r"GET c/o: cannot reach"),
     ):
         c.request("GET", "c", "o")
+
+
+def _cli(*args: str, **env: str) -> Any:
+    from click.testing import CliRunner
+
+    from swift_dss.cli import main
+
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def _logins(server: _Server) -> int:
+    return sum(r.path == "/auth/v1.0" for r in server.state.requests)
+
+
+@pytest.fixture
+def no_auth_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ST_AUTH", "ST_USER", "ST_KEY", "ST_AUTH_VERSION", "OS_AUTH_TOKEN",
+                "OS_STORAGE_URL", "OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD"):  # fmt: skip
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_cli_logs_in_with_swift_flags_and_variables(server: _Server, no_auth_env: None) -> None:
+    bad = _cli("reclassify", "-A", server.auth_url, "-U", "test:tester", "-K", "wrong",
+                      "c", "o", "--class", "25")  # fmt: skip
+    assert bad.exit_code == 1
+    assert bad.output.strip().splitlines()[-1].startswith("Error: POST c/o: 401")
+    r = _cli("classes", "-U", "test:tester", "c", "missing", ST_AUTH=server.auth_url,
+             ST_KEY="testing")  # fmt: skip
+    assert r.output.strip() == "Error: HEAD c/missing: 404 Not Found"
+    # The flag beats the variable.
+    r = _cli("classes", "-K", "wrong", "c", "missing", ST_AUTH=server.auth_url, ST_KEY="testing")
+    assert "401" in r.output
+
+
+def test_cli_with_a_token_and_storage_url_does_not_log_in(
+    server: _Server, no_auth_env: None
+) -> None:
+    url = f"http://127.0.0.1:{server.server_address[1]}{PREFIX.rstrip('/')}"
+    before = _logins(server)
+    r = _cli("classes", "--os-auth-token", "tok", "--os-storage-url", url, "c", "missing")
+    assert r.output.strip() == "Error: HEAD c/missing: 404 Not Found"
+    r = _cli("classes", "c", "missing", OS_AUTH_TOKEN="stale", OS_STORAGE_URL=url)
+    assert r.exit_code == 1 and "401" in r.output
+    assert _logins(server) == before
+
+
+def test_cli_refuses_a_bad_auth_version(no_auth_env: None) -> None:
+    r = _cli("classes", "-V", "7", "c", "o")
+    assert r.exit_code == 2
+    last = r.output.strip().splitlines()[-1]
+    assert last == "Error: --auth-version must be 1, 2 or 3, not '7'"
+
+
+def test_api_takes_the_cli_auth_options(
+    server: _Server, no_auth_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swift_dss.client.auth import SwiftAuth
+
+    url = f"http://127.0.0.1:{server.server_address[1]}{PREFIX.rstrip('/')}"
+    before = _logins(server)
+    with DssClient(auth=SwiftAuth(os_auth_token="tok", os_storage_url=url), retries=0) as c:
+        assert c.request("HEAD", "nothere").status == 404  # 404, not 401
+    assert _logins(server) == before
+    # The positional form stays a tempauth login whatever Keystone variables are set.
+    monkeypatch.setenv("OS_IDENTITY_API_VERSION", "3")
+    monkeypatch.setenv("OS_AUTH_URL", "http://127.0.0.1:9/v3")
+    with DssClient(server.auth_url, "test:tester", "testing", retries=0) as c:
+        assert c.request("HEAD", "nothere").status == 404  # 404, not 401
+    assert _logins(server) == before + 1

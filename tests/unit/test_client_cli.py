@@ -184,7 +184,7 @@ def test_upload_rejects_before_connecting(
     f = tmp_path / "f.txt"
     f.write_text("x")
     url = "http://127.0.0.1:9/auth/v1.0"
-    assert_usage_error(run("upload", "--auth-url", url, "c", str(f), *args), *words)
+    assert_usage_error(run("upload", "-A", url, "c", str(f), *args), *words)
 
 
 def test_upload_name_needs_one_file(tmp_path: Path) -> None:
@@ -203,5 +203,5 @@ def test_reclassify_needs_classes() -> None:
 
 
 def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
-    r = run("classes", "--auth-url", "http://127.0.0.1:9/auth/v1.0", "c", "o")
+    r = run("classes", "-A", "http://127.0.0.1:9/auth/v1.0", "c", "o")
     assert_usage_error(r)

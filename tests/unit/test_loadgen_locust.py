@@ -45,3 +45,27 @@ def test_locust_refuses_a_request_bound_that_is_not_a_count(tmp_path: Path) -> N
     proc = _locust(tmp_path, "http://127.0.0.1:9", DSS_REQUESTS="ten")
     assert proc.returncode != 0
     assert "DSS_REQUESTS must be a positive whole number" in proc.stderr
+
+
+def test_locust_takes_a_token_and_storage_url_from_the_swift_variables(tmp_path: Path) -> None:
+    with LocalServer() as srv:
+        env = {"OS_AUTH_TOKEN": "tk", "OS_STORAGE_URL": f"{srv.url}/v1/AUTH_env"}
+        # The host is not the store: requests go where the storage URL says, with no login.
+        proc = _locust(tmp_path, "http://127.0.0.1:9", DSS_REQUESTS="20", **env)
+        paths = [r.path for r in srv.log]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not [p for p in paths if p.startswith("/auth")]
+    assert len([p for p in paths if p.startswith("/v1/AUTH_env/") and p.count("/") >= 4]) == 20
+
+
+def test_locust_refuses_an_unknown_protocol(tmp_path: Path) -> None:
+    proc = _locust(tmp_path, "http://127.0.0.1:9", DSS_PROTOCOL="ftp")
+    assert proc.returncode != 0
+    assert "DSS_PROTOCOL must be swift or s3, not 'ftp'" in proc.stderr
+
+
+def test_locust_ends_a_run_whose_login_fails(tmp_path: Path) -> None:
+    # Nothing listens on port 9: the login is refused, the run ends at once, failed.
+    proc = _locust(tmp_path, "http://127.0.0.1:9", DSS_REQUESTS="20")
+    assert proc.returncode == 1
+    assert "login failed: login at http://127.0.0.1:9/auth/v1.0" in proc.stderr

@@ -42,6 +42,7 @@ mod ghosts;
 mod journal;
 mod lists;
 mod outcome;
+mod reload;
 mod syncer;
 
 pub use crate::block::{BlockHasher, BlockKey};

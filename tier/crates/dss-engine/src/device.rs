@@ -1,7 +1,12 @@
 //! Device models: each device is a queue whose service times are those of the modelled
 //! hardware. Time is virtual (nanoseconds supplied by the caller), so the models are
 //! deterministic; the daemon turns completion times into sleeps.
+//!
+//! A model may also be dilated (DieCast's time dilation): with factor K every service time
+//! is K times longer, and so is every interval of the page cache in front of an HDD, as
+//! if the whole modelled machine ran K times slower.
 
+use crate::pagecache::{Disk, NO_FILE, PageCache, PageCacheConfig};
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +27,10 @@ pub struct HddModel {
     pub capacity_bytes: u64,
     /// Forward gaps up to this size are passed over by the head (no seek, no rotation).
     pub near_gap_bytes: u64,
+    /// The kernel's page cache and elevator in front of the disk (`pagecache=SIZE`).
+    pub pagecache: Option<PageCacheConfig>,
+    /// Time dilation factor.
+    pub dilation: u32,
 }
 
 /// Flash: `parallelism` independent units each charging a per-operation overhead, all
@@ -45,6 +54,8 @@ pub struct SsdModel {
     /// Sequential write streams recognised at once; 0 charges every write as random.
     pub write_streams: u32,
     pub stream_gap_bytes: u64,
+    /// Time dilation factor.
+    pub dilation: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +91,8 @@ impl HddModel {
             mbps: 150.0,
             capacity_bytes: 1_000_000_000_000,
             near_gap_bytes: 256 << 10,
+            pagecache: None,
+            dilation: 1,
         }
     }
 
@@ -92,6 +105,8 @@ impl HddModel {
             mbps: 120.0,
             capacity_bytes: 2_000_000_000_000,
             near_gap_bytes: 256 << 10,
+            pagecache: None,
+            dilation: 1,
         }
     }
 
@@ -127,6 +142,7 @@ impl SsdModel {
             parallelism: 4,
             write_streams: 8,
             stream_gap_bytes: 128 << 10,
+            dilation: 1,
         }
     }
 
@@ -140,6 +156,7 @@ impl SsdModel {
             parallelism: 8,
             write_streams: 8,
             stream_gap_bytes: 128 << 10,
+            dilation: 1,
         }
     }
 
@@ -167,7 +184,11 @@ impl SsdModel {
 
 impl Model {
     /// Parse `none`, a profile (`st1000nm0011`, `intel710`, `hdd`, `ssd`), optionally
-    /// followed by `:key=value,...` overrides of the profile's fields.
+    /// followed by `:key=value,...` overrides of the profile's fields, `dilation=K` (a
+    /// whole number, any model) and, for an HDD, the page cache in front of it
+    /// (`pagecache=SIZE` turns it on; `dirty_ratio`, `background_ratio`, `expire=TIME`,
+    /// `writeback=TIME` adjust it). Sizes take `KiB`, `MiB`, `GiB` (or bytes), times `ms`
+    /// or `s`.
     pub fn parse(spec: &str) -> Result<Model, ModelError> {
         let (name, overrides) = match spec.split_once(':') {
             Some((n, o)) => (n, o),
@@ -185,55 +206,47 @@ impl Model {
                 )));
             }
         };
+        let mut pagecache: Option<PageCacheConfig> = None;
+        let mut cache_keys = Vec::new();
         for kv in overrides.split(',').filter(|s| !s.is_empty()) {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| ModelError(format!("override {kv:?} is not key=value")))?;
-            // Stream detection may be switched off; every other parameter is a rate,
-            // a time or a size that must be positive.
-            let may_be_zero = matches!(k, "write_streams" | "stream_gap_kib");
-            let v: f64 = v
-                .parse()
-                .ok()
-                .filter(|v: &f64| v.is_finite() && (*v > 0.0 || (may_be_zero && *v == 0.0)))
-                .ok_or_else(|| ModelError(format!("override {kv:?}: need a positive number")))?;
-            let field = match (&mut model, k) {
-                (Model::Hdd(h), "rpm") => &mut h.rpm,
-                (Model::Hdd(h), "seek_ms") => &mut h.seek_ms,
-                (Model::Hdd(h), "track_to_track_ms") => &mut h.track_to_track_ms,
-                (Model::Hdd(h), "mbps") => &mut h.mbps,
-                (Model::Hdd(h), "capacity_gb") => {
-                    h.capacity_bytes = (v * 1e9) as u64;
-                    continue;
+            match (&mut model, k) {
+                (Model::Hdd(h), "dilation") => h.dilation = parse_dilation(kv, v)?,
+                (Model::Ssd(s), "dilation") => s.dilation = parse_dilation(kv, v)?,
+                (Model::Hdd(_), "pagecache") => {
+                    pagecache = Some(PageCacheConfig::linux(parse_size(kv, v)?));
                 }
-                (Model::Hdd(h), "near_gap_kib") => {
-                    h.near_gap_bytes = (v * 1024.0) as u64;
-                    continue;
+                (Model::Hdd(_), "dirty_ratio" | "background_ratio" | "expire" | "writeback") => {
+                    cache_keys.push((k, kv, v));
                 }
-                (Model::Ssd(s), "read_mbps") => &mut s.read_mbps,
-                (Model::Ssd(s), "write_mbps") => &mut s.write_mbps,
-                (Model::Ssd(s), "read_iops") => &mut s.read_iops,
-                (Model::Ssd(s), "write_iops") => &mut s.write_iops,
-                (Model::Ssd(s), "parallelism") => {
-                    s.parallelism = v as u32;
-                    continue;
-                }
-                (Model::Ssd(s), "write_streams") => {
-                    s.write_streams = v as u32;
-                    continue;
-                }
-                (Model::Ssd(s), "stream_gap_kib") => {
-                    s.stream_gap_bytes = (v * 1024.0) as u64;
-                    continue;
-                }
-                _ => return Err(ModelError(format!("{name} has no parameter {k:?}"))),
-            };
-            *field = v;
+                _ => set_number(&mut model, name, kv, k, v)?,
+            }
         }
-        if let Model::Hdd(h) = &model
-            && h.track_to_track_ms > h.seek_ms
+        for (k, kv, v) in cache_keys {
+            let cfg = pagecache.as_mut().ok_or_else(|| {
+                ModelError(format!(
+                    "override {kv:?} needs pagecache=SIZE to turn the page cache on"
+                ))
+            })?;
+            match k {
+                "dirty_ratio" => cfg.dirty_ratio = parse_ratio(kv, v)?,
+                "background_ratio" => cfg.background_ratio = parse_ratio(kv, v)?,
+                "expire" => cfg.expire_ns = parse_time(kv, v)?,
+                _ => cfg.writeback_ns = parse_time(kv, v)?,
+            }
+        }
+        if let Some(cfg) = &pagecache
+            && cfg.background_ratio > cfg.dirty_ratio
         {
-            return Err(ModelError("track_to_track_ms exceeds seek_ms".into()));
+            return Err(ModelError("background_ratio exceeds dirty_ratio".into()));
+        }
+        if let Model::Hdd(h) = &mut model {
+            h.pagecache = pagecache;
+            if h.track_to_track_ms > h.seek_ms {
+                return Err(ModelError("track_to_track_ms exceeds seek_ms".into()));
+            }
         }
         if let Model::Ssd(s) = &model
             && s.parallelism == 0
@@ -242,6 +255,130 @@ impl Model {
         }
         Ok(model)
     }
+
+    /// The time dilation factor (1 for `none`).
+    pub fn dilation(&self) -> u32 {
+        match self {
+            Model::None => 1,
+            Model::Hdd(h) => h.dilation,
+            Model::Ssd(s) => s.dilation,
+        }
+    }
+}
+
+/// A profile field that is a plain number.
+fn set_number(model: &mut Model, name: &str, kv: &str, k: &str, v: &str) -> Result<(), ModelError> {
+    let known: &[&str] = match model {
+        Model::Hdd(_) => &[
+            "rpm",
+            "seek_ms",
+            "track_to_track_ms",
+            "mbps",
+            "capacity_gb",
+            "near_gap_kib",
+        ],
+        Model::Ssd(_) => &[
+            "read_mbps",
+            "write_mbps",
+            "read_iops",
+            "write_iops",
+            "parallelism",
+            "write_streams",
+            "stream_gap_kib",
+        ],
+        Model::None => &[],
+    };
+    if !known.contains(&k) {
+        return Err(ModelError(format!("{name} has no parameter {k:?}")));
+    }
+    // Stream detection may be switched off; every other parameter is a rate, a time or a
+    // size that must be positive.
+    let may_be_zero = matches!(k, "write_streams" | "stream_gap_kib");
+    let v: f64 = v
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && (*v > 0.0 || (may_be_zero && *v == 0.0)))
+        .ok_or_else(|| ModelError(format!("override {kv:?}: need a positive number")))?;
+    let field = match (model, k) {
+        (Model::Hdd(h), "rpm") => &mut h.rpm,
+        (Model::Hdd(h), "seek_ms") => &mut h.seek_ms,
+        (Model::Hdd(h), "track_to_track_ms") => &mut h.track_to_track_ms,
+        (Model::Hdd(h), "mbps") => &mut h.mbps,
+        (Model::Hdd(h), "capacity_gb") => {
+            h.capacity_bytes = (v * 1e9) as u64;
+            return Ok(());
+        }
+        (Model::Hdd(h), "near_gap_kib") => {
+            h.near_gap_bytes = (v * 1024.0) as u64;
+            return Ok(());
+        }
+        (Model::Ssd(s), "read_mbps") => &mut s.read_mbps,
+        (Model::Ssd(s), "write_mbps") => &mut s.write_mbps,
+        (Model::Ssd(s), "read_iops") => &mut s.read_iops,
+        (Model::Ssd(s), "write_iops") => &mut s.write_iops,
+        (Model::Ssd(s), "parallelism") => {
+            s.parallelism = v as u32;
+            return Ok(());
+        }
+        (Model::Ssd(s), "write_streams") => {
+            s.write_streams = v as u32;
+            return Ok(());
+        }
+        (Model::Ssd(s), "stream_gap_kib") => {
+            s.stream_gap_bytes = (v * 1024.0) as u64;
+            return Ok(());
+        }
+        _ => return Err(ModelError(format!("{name} has no parameter {k:?}"))),
+    };
+    *field = v;
+    Ok(())
+}
+
+fn parse_dilation(kv: &str, v: &str) -> Result<u32, ModelError> {
+    v.parse()
+        .ok()
+        .filter(|k| (1..=10_000).contains(k))
+        .ok_or_else(|| {
+            ModelError(format!(
+                "override {kv:?}: need a whole number from 1 to 10000"
+            ))
+        })
+}
+
+fn parse_ratio(kv: &str, v: &str) -> Result<f64, ModelError> {
+    v.parse()
+        .ok()
+        .filter(|r: &f64| *r > 0.0 && *r <= 1.0)
+        .ok_or_else(|| ModelError(format!("override {kv:?}: need a number in (0, 1]")))
+}
+
+/// A number followed by one of `units` (suffix, multiplier); a bare number takes `bare`.
+fn with_unit(v: &str, units: &[(&str, f64)], bare: Option<f64>) -> Option<f64> {
+    let (num, mult) = units
+        .iter()
+        .find_map(|&(u, m)| v.strip_suffix(u).map(|n| (n, m)))
+        .or_else(|| bare.map(|m| (v, m)))?;
+    let x: f64 = num.trim().parse().ok()?;
+    (x.is_finite() && x > 0.0).then_some(x * mult)
+}
+
+fn parse_size(kv: &str, v: &str) -> Result<u64, ModelError> {
+    let units = [("KiB", 1024.0), ("MiB", 1048576.0), ("GiB", 1073741824.0)];
+    with_unit(v, &units, Some(1.0))
+        .map(|b| b as u64)
+        .filter(|&b| b >= crate::pagecache::PAGE)
+        .ok_or_else(|| {
+            ModelError(format!(
+                "override {kv:?}: need a size of at least 4KiB (e.g. 256MiB)"
+            ))
+        })
+}
+
+fn parse_time(kv: &str, v: &str) -> Result<u64, ModelError> {
+    with_unit(v, &[("ms", 1e6), ("s", 1e9)], None)
+        .map(|ns| ns as u64)
+        .filter(|&ns| ns > 0)
+        .ok_or_else(|| ModelError(format!("override {kv:?}: need a time such as 30s or 500ms")))
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -263,8 +400,96 @@ impl DeviceStats {
     }
 }
 
-/// A device as a queue: operations are served in arrival order by the model's servers.
+/// A device: the modelled hardware as a queue (operations served in arrival order by the
+/// model's servers), behind the page cache when the model has one, in time dilated by the
+/// model's factor.
 pub struct Device {
+    queue: Queue,
+    pagecache: Option<PageCache>,
+    dilation: u64,
+}
+
+impl Device {
+    pub fn new(model: Model) -> Device {
+        let pagecache = match &model {
+            Model::Hdd(h) => h.pagecache.clone().map(PageCache::new),
+            _ => None,
+        };
+        Device {
+            dilation: u64::from(model.dilation().max(1)),
+            pagecache,
+            queue: Queue::new(model),
+        }
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.queue.model
+    }
+
+    /// Operations and bytes that reached the device (after the page cache), and its busy
+    /// time in real (dilated) ns.
+    pub fn stats(&self) -> DeviceStats {
+        let mut s = self.queue.stats;
+        s.busy_ns = s.busy_ns.saturating_mul(self.dilation);
+        s
+    }
+
+    pub fn pagecache(&self) -> Option<&PageCache> {
+        self.pagecache.as_ref()
+    }
+
+    /// Submit an access of `len` bytes at device address `addr` arriving at `now`
+    /// (virtual ns). Returns when it completes. With model `none` it completes at once;
+    /// call `record` with the measured time instead.
+    pub fn submit(&mut self, now: u64, op: Op, addr: u64, len: u64) -> u64 {
+        self.access(now, op, NO_FILE, addr, len)
+    }
+
+    /// `submit` for data of file `file` (which `fsync` can then write back).
+    pub fn access(&mut self, now: u64, op: Op, file: u64, addr: u64, len: u64) -> u64 {
+        if matches!(self.queue.model, Model::None) {
+            self.queue.count(op, len);
+            return now;
+        }
+        // The model runs in its own (undilated) time: every time it charges, and every
+        // interval of the page cache, stretches by the same factor.
+        let k = self.dilation;
+        let t = now / k;
+        let end = match (&mut self.pagecache, op) {
+            (Some(pc), Op::Write) => pc.write(&mut self.queue, t, file, addr, len),
+            (Some(pc), Op::Read) => pc.read(&mut self.queue, t, file, addr, len),
+            (None, _) => self.queue.submit(t, op, addr, len),
+        };
+        end.saturating_mul(k)
+    }
+
+    /// fsync of `file` at `now`: returns when its dirty pages are on the device (`now`
+    /// without a page cache: every write was charged as it came).
+    pub fn fsync(&mut self, now: u64, file: u64) -> u64 {
+        let k = self.dilation;
+        match &mut self.pagecache {
+            Some(pc) => pc.fsync(&mut self.queue, now / k, file).saturating_mul(k),
+            None => now,
+        }
+    }
+
+    /// Let the page cache's flusher run the wake-ups due by `now`.
+    pub fn advance(&mut self, now: u64) {
+        let k = self.dilation;
+        if let Some(pc) = &mut self.pagecache {
+            pc.advance(&mut self.queue, now / k);
+        }
+    }
+
+    /// Account an access on a real device that took `start..end` (ns, monotonic clock).
+    pub fn record(&mut self, op: Op, len: u64, start: u64, end: u64) {
+        self.queue.count(op, len);
+        self.queue.busy(start, end.max(start));
+    }
+}
+
+/// The modelled hardware itself.
+struct Queue {
     model: Model,
     /// Per unit: virtual time at which it is free (one unit for an HDD).
     units: Vec<u64>,
@@ -277,8 +502,8 @@ pub struct Device {
     stats: DeviceStats,
 }
 
-impl Device {
-    pub fn new(model: Model) -> Device {
+impl Queue {
+    fn new(model: Model) -> Queue {
         let (units, streams) = match &model {
             Model::Ssd(s) => (
                 vec![0; s.parallelism as usize],
@@ -286,7 +511,7 @@ impl Device {
             ),
             _ => (vec![0], Vec::new()),
         };
-        Device {
+        Queue {
             model,
             units,
             channel_free: 0,
@@ -296,14 +521,6 @@ impl Device {
             busy_until: 0,
             stats: DeviceStats::default(),
         }
-    }
-
-    pub fn model(&self) -> &Model {
-        &self.model
-    }
-
-    pub fn stats(&self) -> DeviceStats {
-        self.stats
     }
 
     fn count(&mut self, op: Op, len: u64) {
@@ -326,10 +543,34 @@ impl Device {
         }
     }
 
-    /// Submit an access of `len` bytes at device address `addr` arriving at `now`
-    /// (virtual ns). Returns when it completes. With model `none` it completes at once;
-    /// call `record` with the measured time instead.
-    pub fn submit(&mut self, now: u64, op: Op, addr: u64, len: u64) -> u64 {
+    /// SSD: whether a write at `addr` continues one of the recent write streams; either
+    /// way the write becomes that stream's (or, replacing the oldest, a new stream's) end.
+    fn continues_stream(&mut self, addr: u64, len: u64) -> bool {
+        let Model::Ssd(s) = &self.model else {
+            return false;
+        };
+        let gap = s.stream_gap_bytes;
+        let found = self
+            .streams
+            .iter()
+            .position(|&e| addr >= e && addr - e <= gap);
+        let i = found.unwrap_or(self.next_stream);
+        if let Some(end) = self.streams.get_mut(i) {
+            *end = addr.saturating_add(len);
+            if found.is_none() {
+                self.next_stream = (i + 1) % self.streams.len();
+            }
+        }
+        found.is_some()
+    }
+}
+
+impl Disk for Queue {
+    fn head(&self) -> u64 {
+        self.head
+    }
+
+    fn submit(&mut self, now: u64, op: Op, addr: u64, len: u64) -> u64 {
         self.count(op, len);
         let (unit, free) = self
             .units
@@ -358,33 +599,6 @@ impl Device {
         self.units[unit] = end;
         self.busy(start, end);
         end
-    }
-
-    /// SSD: whether a write at `addr` continues one of the recent write streams; either
-    /// way the write becomes that stream's (or, replacing the oldest, a new stream's) end.
-    fn continues_stream(&mut self, addr: u64, len: u64) -> bool {
-        let Model::Ssd(s) = &self.model else {
-            return false;
-        };
-        let gap = s.stream_gap_bytes;
-        let found = self
-            .streams
-            .iter()
-            .position(|&e| addr >= e && addr - e <= gap);
-        let i = found.unwrap_or(self.next_stream);
-        if let Some(end) = self.streams.get_mut(i) {
-            *end = addr.saturating_add(len);
-            if found.is_none() {
-                self.next_stream = (i + 1) % self.streams.len();
-            }
-        }
-        found.is_some()
-    }
-
-    /// Account an access on a real device that took `start..end` (ns, monotonic clock).
-    pub fn record(&mut self, op: Op, len: u64, start: u64, end: u64) {
-        self.count(op, len);
-        self.busy(start, end.max(start));
     }
 }
 

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod clockpro;
 mod config;
 pub mod device;
+pub mod pagecache;
 pub mod policy;
 
 pub use cache::{

@@ -1,14 +1,10 @@
 //! dss-tier: class-priority write-back SSD caching in front of an HDD, as a FUSE
-//! filesystem mounted as a Swift device.
-//!
-//!   dss-tier mount --ssd DIR --hdd DIR --cache-size SIZE --policy FILE [--mode M]
-//!                  [--ssd-model P] [--hdd-model P] [--daemon] MOUNTPOINT
-//!   dss-tier stats [--json] [--content] MOUNTPOINT
-//!   dss-tier dump [--json] MOUNTPOINT
-//!   dss-tier umount [--timeout SECONDS] MOUNTPOINT
-//!   dss-tier fsck --ssd DIR --hdd DIR [--repair]
+//! filesystem mounted as a Swift device. `dss-tier --help` lists the commands; `cli`
+//! holds their options.
 
 mod anchors;
+mod cli;
+mod control;
 mod core;
 mod fs;
 mod fsck;
@@ -16,11 +12,15 @@ mod ioctl;
 mod journal;
 mod layout;
 mod mountinfo;
+mod output;
 mod runs;
 mod stats;
 
-use dss_engine::{Mode, Policy};
-use std::ffi::OsStr;
+use clap::Parser;
+use cli::{Cli, Command, MountArgs};
+use control::{CONTROL_XATTR, Outcome, Request};
+use dss_engine::Policy;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -29,112 +29,61 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-const USAGE: &str = "usage:
-  dss-tier mount --ssd DIR --hdd DIR --cache-size SIZE --policy FILE [--mode hdd|ssd|lru|dss|tiered]
-                 [--ssd-model P] [--hdd-model P] [--threads N] [--warm] [--daemon] MOUNTPOINT
-                                           --warm keeps the clean blocks of a clean unmount
-                                           (only if the HDD directory did not change since)
-  dss-tier stats [--json] [--content] MOUNTPOINT
-  dss-tier dump [--json] MOUNTPOINT          cache content by class (and extents)
-  dss-tier umount [--timeout SECONDS] MOUNTPOINT
-                                           returns once the daemon wrote back and exited
-  dss-tier fsck --ssd DIR --hdd DIR [--repair]
-                                           check an unmounted cache; --repair writes every
-                                           dirty block to the HDD and empties the cache
-device models P: none, st1000nm0011, intel710, hdd, ssd, optionally with :key=value,...";
-
-/// "64MiB", "1G", "4096": binary units, a bare number is bytes.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(format!("bad size unit in {s:?}")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size {s:?} too large"))
-}
-
-struct MountArgs {
-    ssd: PathBuf,
+/// What a mount's options point at, checked before anything is created or detached: a
+/// daemon that fails after detaching can only say so in a log.
+struct Checked {
+    policy: Policy,
+    /// The policy file as an absolute path: `reload-policy` reads it again later.
+    policy_path: PathBuf,
     hdd: PathBuf,
-    cache_size: u64,
-    policy: PathBuf,
-    mode: Option<Mode>,
-    ssd_model: String,
-    hdd_model: String,
-    threads: usize,
-    warm: bool,
-    daemon: bool,
-    mountpoint: PathBuf,
 }
 
-fn parse_mount(args: &[String]) -> Result<MountArgs, String> {
-    let mut m = MountArgs {
-        ssd: PathBuf::new(),
-        hdd: PathBuf::new(),
-        cache_size: 0,
-        policy: PathBuf::new(),
-        mode: None,
-        ssd_model: "none".into(),
-        hdd_model: "none".into(),
-        threads: 4,
-        warm: false,
-        daemon: false,
-        mountpoint: PathBuf::new(),
-    };
-    let mut it = args.iter();
-    let mut positional = Vec::new();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
-        };
-        match a.as_str() {
-            "--ssd" => m.ssd = val()?.into(),
-            "--hdd" => m.hdd = val()?.into(),
-            "--cache-size" => m.cache_size = parse_size(&val()?)?,
-            "--policy" => m.policy = val()?.into(),
-            "--mode" => m.mode = Some(val()?.parse().map_err(|e| format!("{e}"))?),
-            "--ssd-model" => m.ssd_model = val()?,
-            "--hdd-model" => m.hdd_model = val()?,
-            "--threads" => m.threads = val()?.parse().map_err(|_| "bad --threads")?,
-            "--daemon" => m.daemon = true,
-            "--warm" => m.warm = true,
-            s if s.starts_with("--") => return Err(format!("unknown option {s}")),
-            _ => positional.push(a.clone()),
-        }
+fn check_mount(m: &MountArgs) -> Result<Checked, String> {
+    let shown = m.policy.display();
+    let policy_path = std::fs::canonicalize(&m.policy).map_err(|e| format!("{shown}: {e}"))?;
+    let text = std::fs::read_to_string(&policy_path).map_err(|e| format!("{shown}: {e}"))?;
+    let policy =
+        Policy::parse(&text).map_err(|e| format!("{shown}: {}", control::one_line(&e.0)))?;
+    let hdd = directory(&m.hdd)?;
+    directory(&m.mountpoint)?;
+    if m.ssd.exists() {
+        directory(&m.ssd)?;
     }
-    if positional.len() != 1 {
-        return Err("mount needs exactly one MOUNTPOINT".into());
+    if is_mounted(&m.mountpoint) {
+        return Err(format!(
+            "{}: already a dss-tier mount",
+            m.mountpoint.display()
+        ));
     }
-    m.mountpoint = positional.pop().unwrap().into();
-    for (name, p) in [
-        ("--ssd", &m.ssd),
-        ("--hdd", &m.hdd),
-        ("--policy", &m.policy),
-    ] {
-        if p.as_os_str().is_empty() {
-            return Err(format!("mount needs {name}"));
-        }
+    Ok(Checked {
+        policy,
+        policy_path,
+        hdd,
+    })
+}
+
+/// `path` made absolute, if it is a directory.
+fn directory(path: &Path) -> Result<PathBuf, String> {
+    let abs = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !abs.is_dir() {
+        return Err(format!("{}: not a directory", path.display()));
     }
-    if m.cache_size == 0 {
-        return Err("mount needs --cache-size (> 0)".into());
+    Ok(abs)
+}
+
+/// `mountpoint` as mountinfo lists it. A FUSE mount whose daemon died cannot be
+/// stat'ed (ENOTCONN), so only its parent is resolved.
+fn mount_path(mountpoint: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(mountpoint).ok()?;
+    match (abs.parent(), abs.file_name()) {
+        (Some(parent), Some(name)) => Some(std::fs::canonicalize(parent).ok()?.join(name)),
+        _ => std::fs::canonicalize(&abs).ok(),
     }
-    m.threads = m.threads.clamp(1, 64);
-    Ok(m)
 }
 
 /// The latest dss-tier mount (fstype `fuse.dss-tier`) on `mountpoint`.
 fn dss_tier_mount(mountpoint: &Path) -> Option<mountinfo::Entry> {
-    let abs = std::fs::canonicalize(mountpoint).ok()?;
+    let abs = mount_path(mountpoint)?;
     mountinfo::read()
         .ok()?
         .into_iter()
@@ -146,15 +95,35 @@ fn is_mounted(mountpoint: &Path) -> bool {
     dss_tier_mount(mountpoint).is_some()
 }
 
-fn mount(args: &[String]) -> Result<(), String> {
-    let m = parse_mount(args)?;
+/// The mount point an operator command names, once it is known to be a dss-tier mount.
+/// Found in the mount table without looking at the mount itself: a stat of its root
+/// would be charged to the cache like any request, and show in the counters read next.
+fn tier_mount(mountpoint: &Path) -> Result<mountinfo::Entry, String> {
+    if let Some(e) = dss_tier_mount(mountpoint) {
+        return Ok(e);
+    }
+    let shown = mountpoint.display();
+    match std::fs::symlink_metadata(mountpoint) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!("{shown}: {e}")),
+        _ => Err(format!("{shown}: not a dss-tier mount")),
+    }
+}
+
+fn mount(m: MountArgs) -> Result<(), String> {
+    let Checked {
+        policy,
+        policy_path,
+        hdd,
+    } = check_mount(&m)?;
     if m.daemon {
         // Re-run in the foreground, detached into its own process group, and return
         // once the mount is visible.
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let rest: Vec<&String> = args.iter().filter(|a| *a != "--daemon").collect();
+        let rest: Vec<OsString> = std::env::args_os()
+            .skip(1)
+            .filter(|a| a != "--daemon")
+            .collect();
         let mut child = std::process::Command::new(exe)
-            .arg("mount")
             .args(rest)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -173,12 +142,8 @@ fn mount(args: &[String]) -> Result<(), String> {
         }
         return Err("mount did not appear within 10 s".into());
     }
-    let text =
-        std::fs::read_to_string(&m.policy).map_err(|e| format!("{}: {e}", m.policy.display()))?;
-    let policy = Policy::parse(&text).map_err(|e| format!("{}: {e}", m.policy.display()))?;
     let resolved = policy.resolve(m.mode);
-    std::fs::create_dir_all(&m.ssd).map_err(|e| e.to_string())?;
-    let hdd = std::fs::canonicalize(&m.hdd).map_err(|e| format!("{}: {e}", m.hdd.display()))?;
+    std::fs::create_dir_all(&m.ssd).map_err(|e| format!("{}: {e}", m.ssd.display()))?;
     // Before the cache opens (which would drop the anchors of blocks it cannot find):
     // files whose latest blocks died with the SSD must never be served from the HDD.
     if let Some(loss) = fsck::detect_loss(&m.ssd, &hdd)? {
@@ -222,7 +187,9 @@ fn mount(args: &[String]) -> Result<(), String> {
     }
     let core = Arc::new(core);
     let ioctls = ioctl::Ioctls::load()?;
-    let tierfs = fs::TierFs::new(hdd.clone(), core.clone(), ioctls).map_err(|e| e.to_string())?;
+    let control = control::Control::new(policy_path, &policy, m.mode, hdd.clone());
+    let tierfs =
+        fs::TierFs::new(hdd.clone(), core.clone(), ioctls, control).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let syncer = {
         let (core, stop) = (core.clone(), stop.clone());
@@ -243,7 +210,7 @@ fn mount(args: &[String]) -> Result<(), String> {
     ];
     // Swift's servers usually run as another user than the one mounting.
     cfg.acl = fuser::SessionACL::All;
-    cfg.n_threads = Some(m.threads);
+    cfg.n_threads = Some(usize::from(m.threads));
     let session = fuser::Session::new(tierfs, &m.mountpoint, &cfg)
         .map_err(|e| format!("{}: {e}", m.mountpoint.display()))?;
     let mount_id = mount_id(&m.mountpoint);
@@ -284,40 +251,49 @@ fn mount_listed(id: u64) -> bool {
         .unwrap_or(true)
 }
 
-/// Read one of the root's control xattrs.
-fn read_xattr(mp: &str, name: &str) -> Result<String, String> {
+/// Read one of the root's xattrs.
+fn read_xattr(mp: &Path, name: &str) -> Result<String, String> {
     let mut buf = Vec::with_capacity(1 << 16);
     loop {
         match rustix::fs::getxattr(mp, name, rustix::buffer::spare_capacity(&mut buf)) {
             Ok(_) => break,
             Err(rustix::io::Errno::RANGE) => buf = Vec::with_capacity(buf.capacity() * 4),
-            Err(e) => return Err(format!("{mp}: not a dss-tier mount? ({e})")),
+            Err(e) => {
+                return Err(format!(
+                    "{}: the daemon does not answer ({e})",
+                    mp.display()
+                ));
+            }
         }
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-fn one_mountpoint<'a>(args: &'a [String], cmd: &str) -> Result<&'a str, String> {
-    let mp: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
-    match mp.as_slice() {
-        [mp] => Ok(mp.as_str()),
-        _ => Err(format!("{cmd} needs exactly one MOUNTPOINT")),
-    }
+/// The stats document of the mount on `mp` as the daemon sends it.
+fn read_stats(mp: &Path) -> Result<String, String> {
+    tier_mount(mp)?;
+    read_xattr(mp, fs::STATS_XATTR)
 }
 
-fn stats(args: &[String]) -> Result<(), String> {
-    let json = args.iter().any(|a| a == "--json");
-    let content = args.iter().any(|a| a == "--content");
-    let mp = one_mountpoint(args, "stats")?;
-    if content {
-        return dump(args);
+fn stats(a: cli::StatsArgs) -> Result<(), String> {
+    if a.content {
+        return dump(cli::DumpArgs {
+            json: a.json,
+            mountpoint: a.mountpoint,
+        });
     }
-    let text = read_xattr(mp, fs::STATS_XATTR)?;
+    let mp = a.mountpoint.as_path();
+    let text = read_stats(mp)?;
+    let s: stats::Stats = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    if a.csv {
+        print!("{}", output::stats_csv(&s));
+        return Ok(());
+    }
     // Losses are recorded on the HDD, found through the mount's source (`dss-tier:HDD`).
-    let losses = hdd_of_mount(Path::new(mp))
+    let losses = hdd_of_mount(mp)
         .map(|hdd| fsck::read_loss_report(&hdd).events)
         .unwrap_or_default();
-    if json {
+    if a.json {
         let mut doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         if let Some(obj) = doc.as_object_mut() {
             obj.insert(
@@ -327,7 +303,6 @@ fn stats(args: &[String]) -> Result<(), String> {
         }
         println!("{doc}");
     } else {
-        let s: stats::Stats = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         print!("{}", s.render());
         for ev in &losses {
             println!(
@@ -342,24 +317,94 @@ fn stats(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The HDD directory behind the dss-tier mount on `mountpoint`, from its mountinfo source.
-fn hdd_of_mount(mountpoint: &Path) -> Option<PathBuf> {
-    let source = dss_tier_mount(mountpoint)?.source;
-    let hdd = source.as_bytes().strip_prefix(b"dss-tier:")?;
+/// The HDD directory of a mountinfo entry of a dss-tier mount (its source `dss-tier:HDD`).
+fn hdd_of(e: &mountinfo::Entry) -> Option<PathBuf> {
+    let hdd = e.source.as_bytes().strip_prefix(b"dss-tier:")?;
     Some(PathBuf::from(OsStr::from_bytes(hdd)))
 }
 
-fn dump(args: &[String]) -> Result<(), String> {
-    let json = args.iter().any(|a| a == "--json");
-    let mp = one_mountpoint(args, "dump")?;
+/// The HDD directory behind the dss-tier mount on `mountpoint`.
+fn hdd_of_mount(mountpoint: &Path) -> Option<PathBuf> {
+    hdd_of(&dss_tier_mount(mountpoint)?)
+}
+
+fn dump(a: cli::DumpArgs) -> Result<(), String> {
+    let mp = a.mountpoint.as_path();
+    tier_mount(mp)?;
     let text = read_xattr(mp, fs::CONTENT_XATTR)?;
-    if json {
+    if a.json {
         println!("{text}");
     } else {
         let c: stats::Content = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         print!("{}", c.render());
     }
     Ok(())
+}
+
+fn list(a: cli::ListArgs) -> Result<(), String> {
+    let mounts = mountinfo::read().map_err(|e| format!("mount table: {e}"))?;
+    let rows: Vec<output::MountRow> = mounts
+        .iter()
+        .filter(|e| e.fstype == "fuse.dss-tier")
+        .map(|e| {
+            let stats = read_xattr(&e.mount_point, fs::STATS_XATTR)
+                .ok()
+                .and_then(|t| serde_json::from_str::<stats::Stats>(&t).ok());
+            let hdd = hdd_of(e).unwrap_or_default();
+            output::MountRow::new(e.mount_point.clone(), hdd, stats.as_ref())
+        })
+        .collect();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(&rows).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", output::mounts_table(&rows));
+    }
+    Ok(())
+}
+
+/// Send `request` to the daemon of the mount on `mp` and print what it did.
+fn control(mp: &Path, request: Request) -> Result<(), String> {
+    tier_mount(mp)?;
+    let sent = rustix::fs::setxattr(
+        mp,
+        CONTROL_XATTR,
+        &request.encode(),
+        rustix::fs::XattrFlags::empty(),
+    );
+    let shown = mp.display();
+    match sent {
+        Err(rustix::io::Errno::PERM | rustix::io::Errno::ACCESS) => {
+            return Err(format!("{shown}: only root may control a mount"));
+        }
+        // The outcome says why.
+        Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+        Err(e) => return Err(format!("{shown}: the daemon does not answer ({e})")),
+    }
+    let text = read_xattr(mp, CONTROL_XATTR)?;
+    let outcome: Outcome = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    if outcome.ok {
+        println!("{shown}: {}", outcome.message);
+        Ok(())
+    } else {
+        Err(format!("{shown}: {}", outcome.message))
+    }
+}
+
+fn reload_policy(a: cli::ReloadArgs) -> Result<(), String> {
+    // The daemon reads the file: it needs a path that means the same thing to it.
+    let policy = match &a.policy {
+        Some(p) => Some(std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => None,
+    };
+    if let Some(p) = &policy
+        && !p.is_file()
+    {
+        return Err(format!("{}: not a file", p.display()));
+    }
+    control(&a.mountpoint, Request::ReloadPolicy(policy))
 }
 
 /// Whether process `pid` has exited (gone, or a zombie nobody reaped yet).
@@ -372,23 +417,9 @@ fn exited(pid: u32) -> bool {
     }
 }
 
-fn umount(args: &[String]) -> Result<(), String> {
-    let mut timeout = 300u64;
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--timeout" {
-            timeout = it
-                .next()
-                .and_then(|v| v.parse().ok())
-                .ok_or("--timeout needs seconds")?;
-        } else {
-            rest.push(a.clone());
-        }
-    }
-    let [mp] = rest.as_slice() else {
-        return Err("umount needs exactly one MOUNTPOINT".into());
-    };
+fn umount(a: cli::UmountArgs) -> Result<(), String> {
+    let mp = a.mountpoint.as_path();
+    tier_mount(mp)?;
     // Ask the daemon who it is while it still answers.
     let pid = read_xattr(mp, fs::STATS_XATTR)
         .ok()
@@ -396,16 +427,18 @@ fn umount(args: &[String]) -> Result<(), String> {
         .map(|s| s.pid)
         .filter(|&p| p != 0);
     let st = std::process::Command::new("fusermount3")
-        .args(["-u", mp])
+        .arg("-u")
+        .arg(mp)
         .status()
         .map_err(|e| format!("fusermount3: {e}"))?;
     if !st.success() {
-        return Err(format!("fusermount3 -u {mp} failed ({st})"));
+        return Err(format!("fusermount3 -u {} failed ({st})", mp.display()));
     }
     let Some(pid) = pid else {
         return Ok(());
     };
     // The daemon notices the unmount, writes back, syncs and exits.
+    let timeout = a.timeout;
     let deadline = std::time::Instant::now() + Duration::from_secs(timeout);
     while !exited(pid) {
         if std::time::Instant::now() > deadline {
@@ -418,49 +451,75 @@ fn umount(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn fsck_cmd(args: &[String]) -> Result<bool, String> {
-    let mut ssd = None;
-    let mut hdd = None;
-    let mut repair = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--ssd" => ssd = it.next().map(PathBuf::from),
-            "--hdd" => hdd = it.next().map(PathBuf::from),
-            "--repair" => repair = true,
-            s => return Err(format!("fsck: unexpected {s}")),
-        }
-    }
-    let (Some(ssd), Some(hdd)) = (ssd, hdd) else {
-        return Err("fsck needs --ssd DIR --hdd DIR".into());
-    };
-    let r = fsck::fsck(&ssd, &hdd, repair)?;
+fn fsck_cmd(a: cli::FsckArgs) -> Result<bool, String> {
+    // A mistyped path must not pass for an empty cache.
+    directory(&a.ssd)?;
+    directory(&a.hdd)?;
+    let r = fsck::fsck(&a.ssd, &a.hdd, a.repair)?;
     for n in &r.notes {
         println!("{n}");
     }
     for p in &r.problems {
         println!("problem: {p}");
     }
-    Ok(r.problems.is_empty() || repair)
+    Ok(r.problems.is_empty() || a.repair)
+}
+
+/// A command-line error as one line.
+fn usage_error(e: &clap::Error) -> String {
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "dss-tier: a command is needed (see dss-tier --help)".into();
+    }
+    let text = e.render().to_string();
+    // The message, with what it lists on the lines below it (the missing arguments).
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let first = message.join(" ");
+    let first = first.strip_prefix("error: ").unwrap_or(&first);
+    // "Usage: dss-tier stats [OPTIONS] <MOUNTPOINT>" names the command whose help helps.
+    let command = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Usage: "))
+        .map(|u| {
+            u.split(' ')
+                .take_while(|w| !w.starts_with(['[', '<']))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "dss-tier".into());
+    format!("dss-tier: {first} (see {command} --help)")
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let r = match args.first().map(String::as_str) {
-        Some("mount") => mount(&args[1..]),
-        Some("stats") => stats(&args[1..]),
-        Some("umount") => umount(&args[1..]),
-        Some("dump") => dump(&args[1..]),
-        Some("fsck") => match fsck_cmd(&args[1..]) {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", usage_error(&e));
+            return ExitCode::from(2);
+        }
+    };
+    let r = match cli.command {
+        Command::Mount(m) => mount(m),
+        Command::Stats(a) => stats(a),
+        Command::Umount(a) => umount(a),
+        Command::Dump(a) => dump(a),
+        Command::List(a) => list(a),
+        Command::Flush(t) => control(&t.mountpoint, Request::Flush),
+        Command::ResetCounters(t) => control(&t.mountpoint, Request::ResetCounters),
+        Command::ReloadPolicy(a) => reload_policy(a),
+        Command::Fsck(a) => match fsck_cmd(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),
             Err(e) => Err(e),
         },
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        _ => Err(USAGE.to_string()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -468,38 +527,5 @@ fn main() -> ExitCode {
             eprintln!("dss-tier: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert!(parse_size("1X").is_err());
-        assert!(parse_size("MiB").is_err());
-        assert!(parse_size("99999999999T").is_err());
-    }
-
-    #[test]
-    fn mount_arguments() {
-        let a: Vec<String> = "--ssd /s --hdd /h --cache-size 1M --policy p.toml --mode lru /mnt"
-            .split(' ')
-            .map(String::from)
-            .collect();
-        let m = parse_mount(&a).unwrap();
-        assert_eq!(
-            (m.cache_size, m.mode, m.mountpoint),
-            (1 << 20, Some(Mode::Lru), "/mnt".into())
-        );
-        assert!(parse_mount(&a[..a.len() - 1]).is_err(), "no mountpoint");
-        assert!(parse_mount(&a[2..]).is_err(), "no --ssd");
-        let mut bad = a.clone();
-        bad[9] = "fast".into();
-        assert!(parse_mount(&bad).is_err(), "bad mode");
     }
 }

@@ -4,15 +4,18 @@
 use super::state::{Core, Inner};
 use crate::runs::Run;
 use dss_engine::device::{Device, Model, Op};
+use dss_engine::pagecache::NO_FILE;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-/// Virtual address of a file's data on the modelled HDD: files are spread over the
-/// platter so that switching files costs a seek, as it would on a real disk.
+/// Virtual address of a file's data on the modelled HDD: files start at 1 MiB boundaries
+/// spread over the first TiB (a disk's size), so that switching files costs a seek of a
+/// random distance, as it would on a real disk. (Spread over 2^60 bytes, as until 24
+/// November, every switch was a full-stroke seek.)
 pub(super) fn hdd_addr(file: u64, offset: u64) -> u64 {
-    (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24 << 20).wrapping_add(offset)
+    (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44 << 20).wrapping_add(offset)
 }
 
 impl Core {
@@ -29,12 +32,13 @@ impl Core {
     }
 
     /// Charge one access to a device: modelled (completion time returned) or real
-    /// (the closure's measured time recorded).
+    /// (the closure's measured time recorded). `file` names the data for the modelled
+    /// page cache's fsync.
     pub(super) fn charge<T>(
         &self,
         dev: &mut Device,
         op: Op,
-        addr: u64,
+        (file, addr): (u64, u64),
         len: u64,
         io: impl FnOnce() -> io::Result<T>,
     ) -> io::Result<(T, u64)> {
@@ -45,8 +49,22 @@ impl Core {
             Ok((r, 0))
         } else {
             let r = io()?;
-            Ok((r, dev.submit(self.now(), op, addr, len)))
+            Ok((r, dev.access(self.now(), op, file, addr, len)))
         }
+    }
+
+    /// The modelled HDD's side of syncing files `ids` (the real sync is the caller's):
+    /// their dirty pages in the modelled page cache are written back. Returns when that
+    /// completes (0 without a page cache, where every write was charged as it came).
+    pub(super) fn hdd_synced(&self, inner: &mut Inner, ids: impl IntoIterator<Item = u64>) -> u64 {
+        if inner.hdd.pagecache().is_none() {
+            return 0;
+        }
+        let now = self.now();
+        ids.into_iter()
+            .map(|id| inner.hdd.fsync(now, id))
+            .max()
+            .unwrap_or(0)
     }
 
     pub(super) fn ssd_io(
@@ -70,7 +88,7 @@ impl Core {
     ) -> io::Result<u64> {
         let len = buf.len() as u64;
         let store = &self.store;
-        let (_, t) = self.charge(&mut inner.ssd, op, off, len, || match buf {
+        let (_, t) = self.charge(&mut inner.ssd, op, (NO_FILE, off), len, || match buf {
             IoBuf::Read(b) => {
                 // The slab is sized to hold every slot: a short read is past its end.
                 let got = read_full(store, b, off)?;
@@ -92,10 +110,16 @@ impl Core {
         buf: IoBuf<'_>,
     ) -> io::Result<(usize, u64)> {
         let len = buf.len() as u64;
-        self.charge(&mut inner.hdd, op, hdd_addr(id, off), len, || match buf {
-            IoBuf::Read(b) => read_full(file, b, off),
-            IoBuf::Write(b) => file.write_all_at(b, off).map(|_| b.len()),
-        })
+        self.charge(
+            &mut inner.hdd,
+            op,
+            (id, hdd_addr(id, off)),
+            len,
+            || match buf {
+                IoBuf::Read(b) => read_full(file, b, off),
+                IoBuf::Write(b) => file.write_all_at(b, off).map(|_| b.len()),
+            },
+        )
     }
 
     pub(super) fn ssd_read_run(

@@ -122,7 +122,8 @@ impl Core {
     }
 
     /// fsync: the file's blocks on the SSD and their journal records are made durable
-    /// (no write-back); the HDD file is synced too if it was written directly.
+    /// (no write-back); the HDD file is synced too if it was written directly, and the
+    /// file's dirty pages in a modelled HDD page cache are written back.
     pub fn sync_file(&self, id: u64, file: &File, datasync: bool) -> io::Result<()> {
         let (hdd, journal_pages) = {
             let mut g = self.inner.lock().unwrap();
@@ -134,6 +135,9 @@ impl Core {
             self.journal_file.sync_data()?;
             let mut g = self.inner.lock().unwrap();
             let done = self.charge_journal(&mut g.ssd, &journal_pages, start);
+            // A modelled HDD's page cache may hold the file's pages whichever path wrote
+            // them (bypass or write-back): an fsync forces them out there too.
+            let done = done.max(self.hdd_synced(&mut g, [id]));
             drop(g);
             if hdd {
                 if datasync {

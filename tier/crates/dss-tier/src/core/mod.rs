@@ -15,9 +15,10 @@
 //!
 //! `state` holds the structures, `device_io` the charged I/O, `durability` the journal,
 //! anchors and fsync, `open` the mount-time replay, `data` the foreground reads and
-//! writes, `meta` the metadata pseudo-blocks, `syncer` the write-back and `report` the
-//! stats documents.
+//! writes, `meta` the metadata pseudo-blocks, `syncer` the write-back, `report` the
+//! stats documents and `control` what an operator asks of a running cache.
 
+mod control;
 mod data;
 mod device_io;
 mod durability;

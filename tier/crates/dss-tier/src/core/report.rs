@@ -37,8 +37,4 @@ impl Core {
         let c = Content::new(g.cache.residents(), self.bs as u32, META);
         serde_json::to_string(&c).unwrap_or_default()
     }
-
-    pub fn stats_json(&self) -> String {
-        serde_json::to_string(&self.stats()).unwrap_or_default()
-    }
 }

@@ -89,6 +89,11 @@ impl Core {
         }
         let mut g = self.inner.lock().unwrap();
         let inner = &mut *g;
+        // The sync_data above also forces the modelled page cache out, as the kernel's
+        // would: write-back from the SSD pays for it like any other HDD writer.
+        let mut files: Vec<u64> = victims.iter().map(|v| v.key.file).collect();
+        files.dedup();
+        let t = t.max(self.hdd_synced(inner, files));
         for (v, ok) in victims.iter().zip(&results) {
             inner.cache.clean_done(v, *ok && synced);
         }

@@ -35,6 +35,16 @@ impl Dirs {
         self.open_models(cache, mode, warm, "none")
     }
     fn open_models(&self, cache: u64, mode: Mode, warm: bool, ssd: &str) -> (Core, Replay) {
+        self.open_devices(cache, mode, warm, ssd, "none")
+    }
+    fn open_devices(
+        &self,
+        cache: u64,
+        mode: Mode,
+        warm: bool,
+        ssd: &str,
+        hdd: &str,
+    ) -> (Core, Replay) {
         let p = Policy::parse(POLICY).unwrap();
         let r = p.resolve(Some(mode));
         Core::open(
@@ -45,7 +55,7 @@ impl Dirs {
             &self.ssd(),
             &self.hdd(),
             ssd,
-            "none",
+            hdd,
             warm,
         )
         .unwrap()
@@ -443,4 +453,50 @@ fn a_warm_start_keeps_the_clean_blocks_of_a_clean_unmount_only() {
     let (_core, replay) = d.open_warm(1 << 20, Mode::Dss, true);
     assert!(!replay.previous_clean);
     assert_eq!(replay.clean_restored, 0);
+}
+
+/// (ops, bytes) of HDD writes.
+fn hdd_writes(core: &Core) -> (u64, u64) {
+    let s = &core.stats().devices["hdd"];
+    (s.write_ops, s.write_bytes)
+}
+
+#[test]
+fn hdd_writes_reach_the_model_through_its_page_cache_and_fsync_forces_them_out() {
+    let d = Dirs::new("pagecache");
+    let model = "st1000nm0011:pagecache=64MiB";
+    let (core, _) = d.open_devices(1 << 20, Mode::Hdd, false, "none", model);
+    let ((a, ino_a), (b, _)) = (d.file("a"), d.file("b"));
+    let data = pattern(1 << 20, 9);
+    for (i, piece) in data.chunks(64 << 10).enumerate() {
+        core.write(&a, 24, (i as u64) << 16, piece).unwrap();
+    }
+    core.write(&b, 24, 0, &pattern(8192, 2)).unwrap();
+    assert_eq!(hdd_writes(&core), (0, 0), "absorbed by the page cache");
+    assert_eq!(core.read(&a, 24, 0, 1 << 20).unwrap(), data);
+    assert_eq!(
+        dev_ops(&core, "hdd").0,
+        0,
+        "dirty pages are read from memory"
+    );
+    core.sync_file(ino_a, &a, false).unwrap();
+    assert_eq!(
+        hdd_writes(&core),
+        (2, (1 << 20) + 4096),
+        "the file's sixteen writes in one request and a journal commit, not the other file"
+    );
+    // Data the page cache never saw is read from the disk.
+    std::fs::write(d.hdd().join("cold"), pattern(4096, 4)).unwrap();
+    let cold = File::open(d.hdd().join("cold")).unwrap();
+    assert_eq!(core.read(&cold, 24, 0, 4096).unwrap(), pattern(4096, 4));
+    assert_eq!(dev_ops(&core, "hdd").0, 1);
+}
+
+#[test]
+fn hdd_addresses_of_files_lie_on_a_disks_span() {
+    use super::device_io::hdd_addr;
+    for file in [1u64, 2, 12, 99_999, 1 << 40, u64::MAX] {
+        assert!(hdd_addr(file, 0) < 1 << 40, "{file}");
+        assert_eq!(hdd_addr(file, 0) % (1 << 20), 0);
+    }
 }

@@ -4,6 +4,7 @@
 use super::convert::{errno, kind_of, negative_attr, reply_xattr, sys_errno, utime_spec};
 use super::handles::{kill_suidgid, libc_o, open_file};
 use super::tierfs::{TTL, TierFs};
+use crate::control::CONTROL_XATTR;
 use crate::core::MetaKind;
 use crate::ioctl::Command;
 use crate::layout::HIDDEN;
@@ -595,7 +596,7 @@ impl Filesystem for TierFs {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -604,6 +605,16 @@ impl Filesystem for TierFs {
         reply: ReplyEmpty,
     ) {
         let run = || -> Result<(), Errno> {
+            if ino.0 == 1 && name == CONTROL_XATTR {
+                // Flushing, zeroing counters and changing the policy are the operator's.
+                if req.uid() != 0 {
+                    return Err(Errno::EPERM);
+                }
+                return match self.control.run(&self.core, req.pid(), value) {
+                    true => Ok(()),
+                    false => Err(Errno::EINVAL),
+                };
+            }
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
             let flags = rustix::fs::XattrFlags::from_bits_truncate(flags as u32);
@@ -615,10 +626,15 @@ impl Filesystem for TierFs {
         }
     }
 
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         let run = || -> Result<Vec<u8>, Errno> {
             if ino.0 == 1 && name == STATS_XATTR {
-                return Ok(self.core.stats_json().into_bytes());
+                let stats = self.control.stats(&self.core);
+                return Ok(serde_json::to_vec(&stats).unwrap_or_default());
+            }
+            if ino.0 == 1 && name == CONTROL_XATTR {
+                let outcome = self.control.outcome(req.pid()).ok_or(Errno::ENODATA)?;
+                return Ok(serde_json::to_vec(&outcome).unwrap_or_default());
             }
             if ino.0 == 1 && name == CONTENT_XATTR {
                 return Ok(self.core.content_json().into_bytes());

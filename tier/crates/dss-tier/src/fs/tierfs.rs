@@ -4,6 +4,7 @@
 use super::convert::{errno, kind_of, time};
 use super::handles::{Handle, Handles, libc_o};
 use super::nodes::{Node, Nodes};
+use crate::control::Control;
 use crate::core::{Core, MetaKind};
 use crate::ioctl::Ioctls;
 use fuser::{Errno, FileAttr, FileType, Generation, INodeNo, ReplyEntry};
@@ -33,10 +34,17 @@ pub struct TierFs {
     pub(super) no_opendir: bool,
     pub(super) core: Arc<Core>,
     pub(super) ioctls: Ioctls,
+    /// What `dss-tier flush`, `reset-counters` and `reload-policy` reach.
+    pub(super) control: Control,
 }
 
 impl TierFs {
-    pub fn new(root: PathBuf, core: Arc<Core>, ioctls: Ioctls) -> io::Result<TierFs> {
+    pub fn new(
+        root: PathBuf,
+        core: Arc<Core>,
+        ioctls: Ioctls,
+        control: Control,
+    ) -> io::Result<TierFs> {
         let root_ino = fs::metadata(&root)?.ino();
         Ok(TierFs {
             nodes: Mutex::new(Nodes::new(root.clone(), root_ino)),
@@ -46,6 +54,7 @@ impl TierFs {
             no_opendir: false,
             core,
             ioctls,
+            control,
         })
     }
 

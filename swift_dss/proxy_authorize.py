@@ -1,0 +1,36 @@
+"""Asking the auth middleware now what the proxy server will ask it later.
+
+The proxy server authorises an object request only once it knows the container's ACLs,
+deep inside its controller. The ``dss`` middleware sits before it and must not make a
+request succeed or fail differently, so before it acts on what a request implies (the
+object's stored classes, its size) it asks ``swift.authorize`` the proxy's own question:
+the same request, with the container's read ACL for GET and HEAD and its write ACL
+otherwise.
+"""
+
+from __future__ import annotations
+
+from swift.common.swob import Request, Response
+from swift.proxy.controllers.base import get_container_info
+
+READ_METHODS = ("GET", "HEAD")
+
+
+def authorize_as_proxy(
+    env: dict, app: object, swift_source: str, method: str | None = None
+) -> Response | None:
+    """None when the proxy would let ``method`` (default: the request's own) on the object
+    at ``env``'s path past authorisation, else the denial the auth middleware answers."""
+    authorize = env.get("swift.authorize")
+    if authorize is None:
+        return None
+    if method is not None and method != env["REQUEST_METHOD"]:
+        # Another method's question must not leave its traces (swift_owner) on the request.
+        env = {**env, "REQUEST_METHOD": method}
+    method = env["REQUEST_METHOD"]
+    info = get_container_info(env, app, swift_source=swift_source)
+    req = Request(env)
+    req.acl = info["read_acl"] if method in READ_METHODS else info["write_acl"]
+    if method == "PUT":
+        req.environ["swift_sync_key"] = info["sync_key"]
+    return authorize(req)

@@ -1,0 +1,100 @@
+"""The emulated testbed's settings: link rates, the dilation factor, workers, Swift's
+timeouts and the device models, and what they become once dilated.
+
+The paper's testbed (Chen, Mesnier, Hahn; MSST 2014): one client and one proxy on 10 GbE,
+four storage nodes on 1 GbE, each with an Intel 710 SSD and a Seagate Constellation HDD;
+Swift with 3 replicas, conn_timeout 0.5 s, 32 proxy workers and 8 per account, container
+and object server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swift_dss.testbed.dilation import Dilation, DilationError
+from swift_dss.testbed.shaping import ShapingError, parse_rate
+
+#: The paper's workers. On a 2-core machine 32 + 4 x 3 x 8 = 128 server processes would
+#: spend the cores switching between them, so the defaults below are scaled down.
+PAPER_PROXY_WORKERS = 32
+PAPER_SERVER_WORKERS = 8
+#: Roles with a link of their own besides the storage nodes.
+ROLES = ("client", "proxy")
+
+
+class TestbedError(ValueError):
+    """A testbed setting that cannot be used, with a one-line reason."""
+
+    __test__ = False  # not a test class, whatever pytest makes of the name
+
+
+@dataclass
+class TestbedSettings:
+    __test__ = False  # not a test class, whatever pytest makes of the name
+
+    #: K: every link rate divided by it, every timeout and device time multiplied by it.
+    dilation: int = 1
+    client_rate: str = "10gbit"
+    proxy_rate: str = "10gbit"
+    storage_rate: str = "1gbit"
+    #: One proxy worker per core, and one per storage server (4 nodes x 3 servers are
+    #: already 12 processes on 2 cores).
+    proxy_workers: int = 2
+    server_workers: int = 1
+    #: Swift's timeouts before dilation: conn_timeout is the paper's, the others Swift's
+    #: defaults.
+    conn_timeout: float = 0.5
+    node_timeout: float = 10.0
+    client_timeout: float = 60.0
+    ssd_model: str = "intel710"
+    hdd_model: str = "st1000nm0011"
+
+    def validate(self) -> None:
+        try:
+            dil = Dilation(self.dilation)
+            for rate in (self.client_rate, self.proxy_rate, self.storage_rate):
+                parse_rate(rate)
+            for spec in (self.ssd_model, self.hdd_model):
+                dil.model(spec)
+        except (DilationError, ShapingError) as err:
+            raise TestbedError(str(err)) from None
+        for name in ("proxy_workers", "server_workers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+                raise TestbedError(f"{name} must be an integer from 1 to 64, not {value!r}")
+        for name in ("conn_timeout", "node_timeout", "client_timeout"):
+            if not 0 < getattr(self, name) <= 3600:
+                raise TestbedError(f"{name} must be more than 0 and at most 3600 seconds")
+
+    @property
+    def dilated(self) -> Dilation:
+        return Dilation(self.dilation)
+
+    def link_rate(self, role: str) -> int:
+        """The dilated rate (bit/s) of ROLE's link: "client", "proxy" or a storage node."""
+        text = {"client": self.client_rate, "proxy": self.proxy_rate}.get(role, self.storage_rate)
+        return self.dilated.rate(parse_rate(text))
+
+    def _timeouts(self) -> dict[str, str]:
+        dil = self.dilated
+        return {
+            "conn_timeout": f"{dil.timeout(self.conn_timeout):g}",
+            "node_timeout": f"{dil.timeout(self.node_timeout):g}",
+            "client_timeout": f"{dil.timeout(self.client_timeout):g}",
+        }
+
+    def proxy_options(self) -> dict[str, str]:
+        """[app:proxy-server] timeouts, dilated."""
+        opts = self._timeouts()
+        # A GET resumed on another replica waits as long as a fresh request would.
+        return {**opts, "recoverable_node_timeout": opts["node_timeout"]}
+
+    def object_options(self) -> dict[str, str]:
+        """[app:object-server] timeouts, dilated: its container updates connect and wait
+        as the proxy does, and a client (the proxy) may pause as long between chunks."""
+        return self._timeouts()
+
+    def models(self) -> tuple[str, str]:
+        """The SSD and HDD model strings for dss-tier, K times slower."""
+        dil = self.dilated
+        return dil.model(self.ssd_model), dil.model(self.hdd_model)

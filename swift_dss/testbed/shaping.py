@@ -1,0 +1,137 @@
+"""Link rates on the testbed's veth pairs, with tc's token bucket filter (tbf).
+
+Each node hangs off the bridge by a veth pair: the root-side end (a bridge port) and the
+node's `eth0` in its namespace. A qdisc shapes what leaves an interface, so a link is shaped
+at both ends: the root-side end's egress is what flows into the node, `eth0`'s egress what
+flows out of it. Traffic between two nodes thus passes the sender's uplink and the
+receiver's downlink, as through a switch with a rate per port.
+
+Why tbf with these numbers (no netem here, so rates only):
+
+- rate: the link's rate over K (time dilation), in bit/s.
+- overhead 24: Ethernet's per-frame cost that tc does not see (preamble and delimiter 8,
+  FCS 4, inter-frame gap 12 bytes). TCP over 1500-byte frames then gets 1448 of every
+  1538 bytes on the wire: 117.7 MB/s on 1 Gbit/s, the paper's measured 117 MB/s.
+- burst: max(1 ms of the rate, 128 KiB). At least one whole 64 KiB GSO packet (veths pass
+  segmentation-offloaded packets, and tbf splits one larger than its bucket, costing CPU
+  on the bridge) with headroom for a second; 1 ms of the rate where that is more (10 Gbit/s:
+  1.25 MB), so that the timer's granularity does not cap the rate. A full bucket lets one
+  burst through at the machine's speed: 128 KiB is 1% of a second at 100 Mbit/s.
+- latency 20 ms: the queue holds 20 ms of the rate beyond the burst, then drops. TCP
+  between namespaces has an RTT of tens of microseconds, so a few milliseconds of queue keep
+  the link busy; 20 ms leaves room for a dilated rate at K = 100 (0.2 ms of real queue).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+from dataclasses import dataclass
+
+ETHERNET_OVERHEAD = 24
+MIN_BURST = 128 * 1024
+BURST_SECONDS = 0.001
+QUEUE_MS = 20
+#: tbf's kernel interface carries rates as 64-bit bytes/s; below one kbit/s a 1500-byte
+#: frame would take 12 s, which no test or bench means.
+MIN_RATE = 1000
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)\s*$", re.IGNORECASE)
+_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+
+
+class ShapingError(Exception):
+    """A rate that cannot be set, or a tc command that failed, with a one-line reason."""
+
+
+def parse_rate(text: str) -> int:
+    """A rate in tc's notation ("10gbit", "1gbit", "117mbit") in bit/s."""
+    m = _RATE.match(str(text))
+    if not m:
+        raise ShapingError(
+            f"link rate {text!r} is not a number with a unit (bit, kbit, mbit, gbit), e.g. 1gbit"
+        )
+    bits = round(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if bits < MIN_RATE:
+        raise ShapingError(f"link rate {text!r} is below {MIN_RATE} bit/s")
+    return bits
+
+
+def format_rate(bits: float) -> str:
+    for unit in ("gbit", "mbit", "kbit"):
+        if bits >= _UNITS[unit]:
+            return f"{bits / _UNITS[unit]:g}{unit}"
+    return f"{bits:g}bit"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One node's veth pair and the rate it is shaped to (already dilated)."""
+
+    name: str  # "client", "proxy", "s1", ...
+    namespace: str
+    outer: str  # the root-side end, a bridge port
+    rate: int  # bit/s
+    inner: str = "eth0"
+
+    @property
+    def bytes_per_second(self) -> int:
+        return self.rate // 8
+
+
+def burst_bytes(rate: int) -> int:
+    return max(MIN_BURST, math.ceil(rate / 8 * BURST_SECONDS))
+
+
+def tbf(rate: int) -> list[str]:
+    """The qdisc spec that shapes an interface's egress to RATE bit/s."""
+    return [
+        "tbf",
+        "rate",
+        f"{rate}bit",
+        "burst",
+        str(burst_bytes(rate)),
+        "latency",
+        f"{QUEUE_MS}ms",
+        "overhead",
+        str(ETHERNET_OVERHEAD),
+    ]
+
+
+def commands(link: Link) -> list[list[str]]:
+    """The tc command lines that shape LINK both ways: into the node, then out of it."""
+    spec = tbf(link.rate)
+    return [
+        ["tc", "qdisc", "replace", "dev", link.outer, "root", *spec],
+        ["tc", "-n", link.namespace, "qdisc", "replace", "dev", link.inner, "root", *spec],
+    ]
+
+
+def _tc(cmd: list[str]) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        reason = (proc.stderr or proc.stdout).strip().splitlines()
+        raise ShapingError(f"{' '.join(cmd)}: {reason[-1] if reason else proc.returncode}")
+    return proc.stdout
+
+
+def apply(links: list[Link]) -> None:
+    for link in links:
+        for cmd in commands(link):
+            _tc(cmd)
+
+
+def qdisc_rates(link: Link) -> dict[str, int | None]:
+    """The tbf rate (bytes/s) the kernel holds on each end of LINK ("into", "out of" the
+    node), from `tc -j qdisc show`; None where the root qdisc is not a tbf."""
+    out: dict[str, int | None] = {}
+    for direction, prefix, dev in (
+        ("into", ["tc"], link.outer),
+        ("out", ["tc", "-n", link.namespace], link.inner),
+    ):
+        qdiscs = json.loads(_tc([*prefix, "-j", "qdisc", "show", "dev", dev]) or "[]")
+        root = [q for q in qdiscs if q.get("root") and q.get("kind") == "tbf"]
+        out[direction] = int(root[0]["options"]["rate"]) if root else None
+    return out

@@ -1,0 +1,342 @@
+"""The operator's `dss-tier` command line on real FUSE mounts: help and version, `list`,
+`flush`, `reset-counters`, `reload-policy` (good and bad files), `stats --csv`, and a
+one-line error with a non-zero exit for every bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.tier_helpers import (  # noqa: F401
+    BIN,
+    LRU,
+    REFERENCE,
+    Tier,
+    make_tier,
+    tiers,
+    tmpfs,
+)
+
+MIB = 1 << 20
+MakeTier = Callable[..., Tier]
+
+
+def run(*args: str | Path, user: int | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+    )
+
+
+def ok(*args: str | Path) -> str:
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def refused(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one-line complaint of a command that failed as it should."""
+    assert proc.returncode != 0, proc.stdout
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dss-tier: "), proc.stderr
+    return lines[0]
+
+
+def mounted_tier(make: MakeTier, policy: Path = REFERENCE) -> Tier:
+    tier = make()
+    tier.mount(cache_size="16MiB", policy=policy)
+    return tier
+
+
+def write(path: Path, size: int) -> bytes:
+    data = os.urandom(size)
+    with open(path, "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())
+    return data
+
+
+def dirty(stats: dict) -> int:
+    return sum(c["dirty_bytes"] for c in stats["classes"].values())
+
+
+def cached(stats: dict) -> int:
+    return sum(c["cached_bytes"] for c in stats["classes"].values())
+
+
+@pytest.fixture
+def built() -> None:
+    if not BIN.exists():
+        pytest.skip(f"{BIN} is not built (make setup)")
+
+
+# --- help, version and bad input (no mount needed) ------------------------------------------
+
+
+@pytest.mark.usefixtures("built")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["help"],
+        ["mount", "--help"],
+        ["stats", "--help"],
+        ["list", "--help"],
+        ["flush", "--help"],
+        ["reset-counters", "--help"],
+        ["reload-policy", "--help"],
+        ["fsck", "--help"],
+    ],
+)
+def test_help(args: list[str]) -> None:
+    out = ok(*args)
+    assert "Usage: dss-tier" in out
+
+
+@pytest.mark.usefixtures("built")
+def test_version() -> None:
+    assert ok("--version").strip().startswith("dss-tier ")
+    assert "--policy <FILE>" in ok("reload-policy", "--help")
+    assert "--csv" in ok("stats", "--help")
+
+
+@pytest.mark.usefixtures("built")
+def test_bad_input_without_a_mount(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    gone = tmp_path / "gone"
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text('name = "bad"\nlow_water = 0.1\n')
+    mount = ["mount", "--ssd", tmp_path / "s", "--hdd", plain, "--cache-size", "1MiB"]
+    cases: list[tuple[list[str | Path], str]] = [
+        ([], "a command is needed"),
+        (["defrag", plain], "unrecognized subcommand"),
+        (["stats", "--verbose", plain], "unexpected argument '--verbose'"),
+        (["stats"], "required"),
+        (["stats", plain, plain], "unexpected argument"),
+        (["stats", "--csv", "--json", plain], "cannot be used with"),
+        (["dump", "--json"], "required"),
+        (["list", plain], "unexpected argument"),
+        (["flush"], "required"),
+        (["flush", plain, "--now"], "unexpected argument '--now'"),
+        (["umount", "--timeout", "soon", plain], "invalid value 'soon'"),
+        (["fsck", "--ssd", plain], "--hdd <DIR>"),
+        (["fsck", "--ssd", gone, "--hdd", gone], "No such file or directory"),
+        (["fsck", "--ssd", plain, "--hdd", plain, "extra"], "unexpected argument"),
+        ([*mount, "--policy", REFERENCE, "--cache-size", "1X", plain], "cannot be used multiple"),
+        ([*mount[:5], "--cache-size", "1X", "--policy", REFERENCE, plain], "bad size unit"),
+        ([*mount[:5], "--cache-size", "0", "--policy", REFERENCE, plain], "above 0"),
+        ([*mount, "--policy", REFERENCE, "--mode", "fast", plain], "unknown mode"),
+        ([*mount, "--policy", REFERENCE, "--hdd-model", "floppy", plain], "unknown device model"),
+        ([*mount, "--policy", REFERENCE, "--threads", "0", plain], "--threads"),
+        ([*mount, "--policy", REFERENCE], "<MOUNTPOINT>"),
+        ([*mount, "--policy", REFERENCE, plain, plain], "unexpected argument"),
+        ([*mount, "--policy", gone, plain], "No such file or directory"),
+        ([*mount, "--policy", bad_toml, "--daemon", plain], "low_water"),
+        ([*mount, "--policy", REFERENCE, gone], "No such file or directory"),
+        ([*mount[:4], gone, *mount[5:], "--policy", REFERENCE, plain], "No such file"),
+        ([*mount, "--policy", REFERENCE, "--daemon", bad_toml], "not a directory"),
+        (["reload-policy", "--policy", gone, plain], "No such file or directory"),
+    ]
+    for command in ("stats", "dump", "flush", "reset-counters", "reload-policy", "umount"):
+        cases.append(([command, gone], "No such file or directory"))
+        cases.append(([command, plain], "not a dss-tier mount"))
+    for args, why in cases:
+        line = refused(run(*args))
+        assert why in line, (args, line)
+    assert not (tmp_path / "s").exists(), "a refused mount created nothing"
+
+
+# --- on a mount ------------------------------------------------------------------------------
+
+
+def test_list_shows_each_mount(make_tier: MakeTier) -> None:  # noqa: F811
+    a = mounted_tier(make_tier)
+    b = make_tier("u")
+    b.mount(cache_size="4MiB", policy=LRU)
+    rows = {Path(r["mountpoint"]): r for r in json.loads(ok("list", "--json"))}
+    assert rows[a.mnt.resolve()]["mode"] == "dss"
+    assert rows[a.mnt.resolve()]["cache_bytes"] == 16 * MIB
+    assert rows[a.mnt.resolve()]["hdd"] == str(a.hdd.resolve())
+    assert rows[b.mnt.resolve()]["mode"] == "lru"
+    assert rows[b.mnt.resolve()]["cache_bytes"] == 4 * MIB
+    assert rows[b.mnt.resolve()]["pid"] == b.stats()["pid"]
+    table = ok("list").splitlines()
+    assert table[0].split() == ["MOUNTPOINT", "MODE", "CACHE", "DIRTY", "POLICY", "PID", "HDD"]
+    line = next(x for x in table if x.startswith(f"{a.mnt.resolve()} "))
+    assert line.split()[1:3] == ["dss", "16MiB"] and line.endswith(str(a.hdd.resolve()))
+    b.umount()
+    assert b.mnt.resolve() not in {Path(r["mountpoint"]) for r in json.loads(ok("list", "--json"))}
+
+
+def test_flush_writes_everything_back(make_tier: MakeTier) -> None:  # noqa: F811
+    tier = mounted_tier(make_tier)
+    data = {name: write(tier.mnt / name, size) for name, size in (("a", MIB), ("b", 5000))}
+    before = tier.stats()
+    assert dirty(before) > 0
+    out = ok("flush", tier.mnt)
+    assert out.startswith(f"{tier.mnt}: flushed: ") and out.count("\n") == 1
+    after = tier.stats()
+    assert dirty(after) == 0 and after["dirty_entries"] == 0
+    # Written back, not dropped: the blocks stay cached, clean.
+    assert cached(after) >= MIB
+    for name, content in data.items():
+        assert (tier.hdd / name).read_bytes() == content
+    # Nothing dirty: a second flush has nothing to do.
+    assert ok("flush", tier.mnt).startswith(f"{tier.mnt}: flushed: ")
+    assert dirty(tier.stats()) == 0
+
+
+def test_reset_counters_zeroes_activity_and_keeps_content(make_tier: MakeTier) -> None:  # noqa: F811
+    tier = mounted_tier(make_tier)
+    write(tier.mnt / "f", 256 * 1024)
+    ok("flush", tier.mnt)
+    (tier.mnt / "f").read_bytes()
+    before = tier.stats()
+    assert any(c["hits"] or c["misses"] for c in before["classes"].values())
+    assert before["devices"]["hdd"]["ops"] > 0
+    assert ok("reset-counters", tier.mnt) == f"{tier.mnt}: counters reset\n"
+    after = tier.stats()
+    for c in after["classes"].values():
+        counters = ("hits", "misses", "bypassed_bytes", "evicted_bytes", "written_back_bytes")
+        assert all(c[k] == 0 for k in counters), c
+    assert cached(after) == cached(before)
+    assert after["devices"]["hdd"]["ops"] == 0 and after["devices"]["hdd"]["bytes"] == 0
+    # Counting goes on from zero.
+    write(tier.mnt / "g", 8192)
+    assert tier.stats()["devices"]["ssd"]["write_ops"] > 0
+
+
+def test_reload_policy(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
+    tier = mounted_tier(make_tier)
+    kept = write(tier.mnt / "kept", 64 * 1024)
+    cached_before = cached(tier.stats())
+    assert cached_before > 0
+    # A good file: straight to the HDD from now on (mode hdd); what is cached stays.
+    hdd_mode = tmp_path / "hdd.toml"
+    hdd_mode.write_text(
+        REFERENCE.read_text()
+        .replace('name = "reference"', 'name = "reference-hdd"', 1)
+        .replace('mode = "dss"', 'mode = "hdd"', 1)
+    )
+    out = ok("reload-policy", "--policy", hdd_mode, tier.mnt)
+    assert "policy reference-hdd (mode hdd)" in out
+    s = tier.stats()
+    assert (s["policy"], s["mode"]) == ("reference-hdd", "hdd")
+    assert cached(s) == cached_before
+    fresh = write(tier.mnt / "fresh", 64 * 1024)
+    assert cached(tier.stats()) <= cached_before, "mode hdd caches nothing new"
+    assert (tier.hdd / "fresh").read_bytes() == fresh
+    assert (tier.mnt / "kept").read_bytes() == kept
+    # A bad file is refused with its parse error; the policy in force stays.
+    bad = tmp_path / "bad.toml"
+    bad.write_text(hdd_mode.read_text().replace("\nlow_watermark =", "\nlow_water =", 1))
+    line = refused(run("reload-policy", "--policy", bad, tier.mnt))
+    assert "TOML parse error" in line and "low_water" in line
+    shape = tmp_path / "shape.toml"
+    shape.write_text(hdd_mode.read_text().replace("\nblock_size = 4096", "\nblock_size = 8192"))
+    line = refused(run("reload-policy", "--policy", shape, tier.mnt))
+    assert "block_size (4096 -> 8192) cannot change" in line and "the policy in force stays" in line
+    assert tier.stats()["policy"] == "reference-hdd"
+    # Without --policy: the mount's file (the last one taken) read again.
+    hdd_mode.write_text(REFERENCE.read_text())
+    out = ok("reload-policy", tier.mnt)
+    assert f"policy reference (mode dss) from {hdd_mode}" in out
+    before_again = cached(tier.stats())
+    write(tier.mnt / "again", 64 * 1024)
+    assert cached(tier.stats()) >= before_again + 64 * 1024
+    # Everything cached under the other policies is still sound.
+    ok("flush", tier.mnt)
+    assert (tier.hdd / "kept").read_bytes() == kept
+    tier.umount()
+    assert (tier.hdd / "kept").read_bytes() == kept
+
+
+def test_stats_csv_matches_the_json(make_tier: MakeTier) -> None:  # noqa: F811
+    tier = mounted_tier(make_tier)
+    write(tier.mnt / "f", 100_000)
+    (tier.mnt / "f").read_bytes()
+    doc = tier.stats()
+    rows = list(csv.DictReader(io.StringIO(ok("stats", "--csv", tier.mnt))))
+    classes = {r["id"]: r for r in rows if r["kind"] == "class"}
+    devices = {r["id"]: r for r in rows if r["kind"] == "device"}
+    assert len(rows) == len(classes) + len(devices)
+    assert set(devices) == set(doc["devices"]) == {"ssd", "hdd"}
+    assert set(classes) == set(doc["classes"])
+    for cls, c in doc["classes"].items():
+        for key in ("cached_bytes", "dirty_bytes", "written_back_bytes"):
+            # Nothing wrote in between: the gauges agree.
+            assert int(classes[cls][key]) == c[key], (cls, key)
+        assert classes[cls]["model"] == ""
+    assert devices["hdd"]["model"] == "none" and devices["hdd"]["hits"] == ""
+
+
+@pytest.fixture
+def open_base() -> Iterator[Path]:
+    """A directory anyone may walk through (pytest's own are root's alone)."""
+    base = Path(tempfile.mkdtemp(prefix="dss-tier-cli-"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_control_is_root_only(open_base: Path, tiers: list[Tier]) -> None:  # noqa: F811
+    tier = Tier(open_base / "t")
+    tiers.append(tier)
+    tier.mount(cache_size="4MiB")
+    # Writable by all, so that only the daemon's own check stands in the way.
+    tier.mnt.chmod(0o777)
+    binary = open_base / "dss-tier"
+    shutil.copy(BIN, binary)
+    binary.chmod(0o755)
+    write(tier.mnt / "f", 8192)
+    for command in (["flush"], ["reset-counters"], ["reload-policy"]):
+        proc = subprocess.run(
+            [str(binary), *command, str(tier.mnt)],
+            capture_output=True, text=True, timeout=60, check=False,
+            user=65534, group=65534, extra_groups=[],
+        )  # fmt: skip
+        line = refused(proc)
+        assert "only root may control a mount" in line, line
+    assert dirty(tier.stats()) > 0
+    # Reading stays open to all.
+    proc = subprocess.run(
+        [str(binary), "stats", "--json", str(tier.mnt)],
+        capture_output=True, text=True, timeout=60, check=False,
+        user=65534, group=65534, extra_groups=[],
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_bad_input_on_a_mount(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
+    tier = mounted_tier(make_tier)
+    (tier.mnt / "sub").mkdir()
+    mount = ["mount", "--ssd", tmp_path / "s", "--hdd", tmp_path, "--cache-size", "1MiB"]
+    for args, why in [
+        (["flush", tier.mnt / "sub"], "not a dss-tier mount"),
+        (["stats", "--json", tier.mnt / "sub"], "not a dss-tier mount"),
+        (["stats", tier.mnt, tier.mnt], "unexpected argument"),
+        (["reload-policy", "--policy", tier.mnt / "sub", tier.mnt], "not a file"),
+        ([*mount, "--policy", REFERENCE, tier.mnt], "already a dss-tier mount"),
+    ]:
+        line = refused(run(*args))
+        assert why in line, (args, line)
+    assert tier.stats()["mode"] == "dss"

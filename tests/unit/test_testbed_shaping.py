@@ -1,0 +1,154 @@
+"""The testbed's topology and the tc command lines built for it (no tc is run here), its
+settings and what they put into the generated Swift configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swift_dss.deploy.generate import NodePaths, proxy_configs, storage_configs
+from swift_dss.deploy.local_cluster import LocalCluster
+from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConfig
+from swift_dss.deploy.netns import Network
+from swift_dss.testbed import netexec, shaping
+from swift_dss.testbed.settings import TestbedError, TestbedSettings
+from swift_dss.testbed.shaping import Link, ShapingError
+
+
+@pytest.mark.parametrize(
+    ("text", "bits"),
+    [("10gbit", 10**10), ("1gbit", 10**9), ("117mbit", 117 * 10**6), ("1.5Mbit", 1_500_000),
+     (" 64kbit ", 64_000), ("8000bit", 8000)],
+)  # fmt: skip
+def test_rates_parse_in_tc_units(text: str, bits: int) -> None:
+    assert shaping.parse_rate(text) == bits
+
+
+@pytest.mark.parametrize("text", ["", "1", "1gb", "1 gbps", "-1gbit", "fast", "999bit", "0mbit"])
+def test_bad_rates_are_refused(text: str) -> None:
+    with pytest.raises(ShapingError, match="link rate"):
+        shaping.parse_rate(text)
+
+
+def test_format_rate() -> None:
+    assert shaping.format_rate(10**9) == "1gbit"
+    assert shaping.format_rate(125 * 10**6) == "125mbit"
+    assert shaping.format_rate(333_333_333) == "333.333mbit"
+
+
+def test_burst_holds_a_gso_packet_or_a_millisecond() -> None:
+    assert shaping.burst_bytes(10**8) == 128 * 1024  # 1 ms would be 12.5 kB
+    assert shaping.burst_bytes(10**10) == 1_250_000  # 1 ms of 10 Gbit/s
+
+
+def test_a_link_is_shaped_at_both_ends() -> None:
+    link = Link("s1", "dss-abc123-s1", "dssabc123s1", 10**9)
+    into, out = shaping.commands(link)
+    spec = ["tbf", "rate", "1000000000bit", "burst", "131072", "latency", "20ms",
+            "overhead", "24"]  # fmt: skip
+    assert into == ["tc", "qdisc", "replace", "dev", "dssabc123s1", "root", *spec]
+    assert out == ["tc", "-n", "dss-abc123-s1", "qdisc", "replace", "dev", "eth0", "root", *spec]
+
+
+def test_topology_of_the_paper_dilated() -> None:
+    net = Network("abc123")
+    links = net.testbed_links(TestbedSettings(dilation=10), 4)
+    assert [(x.name, x.namespace, x.outer, x.rate) for x in links] == [
+        ("client", "dss-abc123-client", "dssabc123c", 10**9),
+        ("proxy", "dss-abc123-proxy", "dssabc123p", 10**9),
+        ("s1", "dss-abc123-s1", "dssabc123s1", 10**8),
+        ("s2", "dss-abc123-s2", "dssabc123s2", 10**8),
+        ("s3", "dss-abc123-s3", "dssabc123s3", 10**8),
+        ("s4", "dss-abc123-s4", "dssabc123s4", 10**8),
+    ]
+    # Every interface name fits the kernel's 15 characters, and none repeats.
+    names = [x.outer for x in links]
+    assert len(set(names)) == len(names) and max(map(len, names)) <= 15
+    assert Network.role_address("proxy") == "198.18.0.2"
+    assert Network.role_address("client") == "198.18.0.3"
+
+
+def test_settings_dilate_timeouts_and_models() -> None:
+    tb = TestbedSettings(dilation=4, storage_rate="500mbit")
+    assert tb.link_rate("s2") == 125 * 10**6
+    assert tb.link_rate("client") == 2_500_000_000
+    assert tb.proxy_options() == {
+        "conn_timeout": "2",
+        "node_timeout": "40",
+        "client_timeout": "240",
+        "recoverable_node_timeout": "40",
+    }
+    assert tb.object_options()["conn_timeout"] == "2"
+    assert tb.models() == ("intel710:dilation=4", "st1000nm0011:dilation=4")
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"dilation": 0}, "dilation factor"),
+        ({"storage_rate": "1gb"}, "link rate"),
+        ({"proxy_workers": 0}, "proxy_workers"),
+        ({"server_workers": 65}, "server_workers"),
+        ({"conn_timeout": 0}, "conn_timeout"),
+        ({"ssd_model": "intel710:dilation=3"}, "sets dilation"),
+    ],
+)
+def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> None:
+    with pytest.raises(TestbedError, match=reason):
+        TestbedSettings(**change).validate()  # type: ignore[arg-type]
+    cfg = LocalClusterConfig(dir=Path("/tmp/x"), testbed=TestbedSettings(**change))  # type: ignore[arg-type]
+    with pytest.raises(ClusterError, match=f"testbed: .*{reason}"):
+        cfg.validate()
+
+
+def test_settings_survive_the_state_file() -> None:
+    cfg = LocalClusterConfig(dir=Path("/tmp/x"), testbed=TestbedSettings(dilation=3))
+    back = LocalClusterConfig.from_json(cfg.to_json())
+    assert back.testbed == TestbedSettings(dilation=3)
+    assert back.tier_config().tier_hdd_model == "st1000nm0011:dilation=3"
+    assert (
+        LocalClusterConfig.from_json(LocalClusterConfig(dir=Path("/x")).to_json()).testbed is None
+    )
+
+
+def _cluster(testbed: TestbedSettings | None) -> LocalCluster:
+    state = {"hash_prefix": "p", "hash_suffix": "s", "memcached_port": 11311, "proxy_port": 8090}
+    return LocalCluster(LocalClusterConfig(dir=Path("/tmp/tb"), testbed=testbed), state)
+
+
+def test_testbed_configs_carry_workers_timeouts_and_the_proxy_address() -> None:
+    inv = _cluster(TestbedSettings(dilation=2, proxy_workers=3, server_workers=2)).inventory()
+    paths = NodePaths("/etc/swift", "/srv/node")
+    proxy = proxy_configs(inv, inv.proxies[0], paths)["proxy-server.conf"]
+    assert "bind_ip = 198.18.0.2\n" in proxy
+    assert "workers = 3\n" in proxy
+    assert "conn_timeout = 1\n" in proxy and "node_timeout = 20\n" in proxy
+    obj = storage_configs(inv, inv.storage[0], paths)["object-server.conf"]
+    assert "workers = 2\n" in obj and "conn_timeout = 1\n" in obj
+    # The paper's layout: three replicas, each storage node (one device) its own zone.
+    assert inv.cluster.replicas == 3
+    assert [n.zone for n in inv.storage] == [1, 2, 3, 4]
+
+
+def test_without_the_testbed_the_configs_are_as_before() -> None:
+    cluster = _cluster(None)
+    inv = cluster.inventory()
+    proxy = proxy_configs(inv, inv.proxies[0], NodePaths("/etc/swift", "/srv/node"))
+    text = proxy["proxy-server.conf"]
+    assert "bind_ip = 127.0.0.1\n" in text and "workers = 1\n" in text
+    assert "conn_timeout" not in text
+    assert cluster.proxy_url == "http://127.0.0.1:8090"
+    assert cluster.links() == []
+    with pytest.raises(ClusterError, match="--testbed"):
+        cluster.client_command(["true"])
+
+
+def test_client_commands_run_in_the_client_namespace() -> None:
+    cluster = _cluster(TestbedSettings())
+    ns = cluster.client_namespace
+    assert ns == f"dss-{cluster.net.tag}-client"
+    assert cluster.client_command(["curl", "x"]) == ["ip", "netns", "exec", ns, "curl", "x"]
+    cmd = netexec.python_command(ns, "m:f", 1, "a")
+    assert cmd[:4] == ["ip", "netns", "exec", ns]
+    assert cmd[5:] == ["-m", "swift_dss.testbed.netexec", "m:f", '[1, "a"]']
