@@ -64,6 +64,23 @@ def target(
     return Target(url, protocol, Credentials(swift=auth))
 
 
+max_failures_option = click.option(
+    "--max-failures",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="failed requests tolerated before the exit status says the run failed",
+)
+
+
+def fail_over(failed: int, total: int, max_failures: int, what: str = "requests") -> None:
+    """Exit non-zero (after the results are written) when more requests failed than allowed."""
+    if failed > max_failures:
+        raise click.ClickException(
+            f"{failed} of {total} {what} failed (--max-failures {max_failures})"
+        )
+
+
 def endpoint_options(f: Callable) -> Callable:
     """The endpoint and credential options, handed to the command as one ``target``.
 
@@ -151,13 +168,7 @@ def loadgen() -> None:
 @click.option("--verify", is_flag=True, help="check every GET body against what was PUT")
 @click.option("--no-plots", is_flag=True)
 @click.option("--quiet", is_flag=True, help="no progress display")
-@click.option(
-    "--max-failures",
-    type=click.IntRange(0),
-    default=0,
-    show_default=True,
-    help="failed requests tolerated before the exit status says the run failed",
-)
+@max_failures_option
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def run(
     workload: str,
@@ -213,11 +224,7 @@ def run(
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     click.echo(f"results in {path}")
-    failed, total = runner.failures(doc["rows"])
-    if failed > max_failures:
-        raise click.ClickException(
-            f"{failed} of {total} requests failed (--max-failures {max_failures})"
-        )
+    fail_over(*runner.failures(doc["rows"]), max_failures)
 
 
 def print_rows(console: object, rows: list[dict]) -> None:
@@ -265,13 +272,7 @@ def workloads() -> None:
               help="class sent with every PUT")  # fmt: skip
 @click.option("--container", default="dss-sweep", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the objects in place")
-@click.option(
-    "--max-failures",
-    type=click.IntRange(0),
-    default=0,
-    show_default=True,
-    help="failed requests tolerated before the exit status says the run failed",
-)
+@max_failures_option
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 def sweep_cmd(
     target: Target,
@@ -328,11 +329,8 @@ def sweep_cmd(
         click.echo(f"best {op}: {b['size_label']} x {b['parallelism']}: {b['mbps']:.2f} MB/s\n")
     click.echo(f"results in {out / 'results.json'}")
     failed = sum(r["failures"] for r in doc["rows"])
-    if failed > max_failures:
-        total = sum(r["requests"] for r in doc["rows"])
-        raise click.ClickException(
-            f"{failed} of {total} measured requests failed (--max-failures {max_failures})"
-        )
+    total = sum(r["requests"] for r in doc["rows"])
+    fail_over(failed, total, max_failures, "measured requests")
 
 
 @loadgen.command(name="locustfile", help="Print the path of the workload-driven locustfile.")
