@@ -401,7 +401,7 @@ class LocalCluster(NodeDevices, TestbedNodes):
         """Stop every process, unmount every tier (after its write-back) and tmpfs, delete
         the namespaces and the bridge."""
         left = self._procs.stop_all(timeout)
-        stuck = release_devices(self._state.mounts())
+        stuck = release_devices(self._state.mounts(), discard=self.cfg.tier_discard)
         net_left = self.net.remove()
         if left or stuck or net_left:
             self._state.save()
@@ -442,6 +442,17 @@ class LocalCluster(NodeDevices, TestbedNodes):
             except ClusterError:
                 pid = None
             out["tier"] = {"pid": pid, "mounted": self.tier_mounted(node)}
+        return out
+
+    def node_pids(self) -> dict[str, list[int]]:
+        """Node ("proxy", "s1", ...) -> the pids of its processes: servers, their workers,
+        memcached and the proxy on the proxy node, dss-tier daemons on storage nodes."""
+        out: dict[str, list[int]] = {}
+        for record in self._procs.records.values():
+            out.setdefault(record["node"] or "proxy", []).extend(self._procs.members(record))
+        if self.cfg.tier_mode is not None:
+            for node in self.node_names:
+                out.setdefault(node, []).append(self.tier_pid(node))
         return out
 
     def daemon_rss_kib(self) -> dict[str, int]:

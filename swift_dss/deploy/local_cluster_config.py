@@ -38,6 +38,9 @@ class LocalClusterConfig(ClusterConfig):
     tier_ssd_model: str = "none"
     tier_hdd_model: str = "none"
     dssio_backend: str = "record"
+    #: Stop the tiers without writing their dirty data back to the HDD (an experiment that
+    #: has measured what it needed; with slow device models the write-back takes long).
+    tier_discard: bool = False
     dss_options: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_DSS_OPTIONS))
     #: The replicator daemon's pause between passes; tests run passes themselves (--once).
     replicator_interval: int = 3600

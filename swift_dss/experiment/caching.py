@@ -25,9 +25,11 @@ from rich.console import Console
 
 from swift_dss import policies
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment.cluster import ClusterSpec, PhaseHook, running, tier_dump, tier_stats
+from swift_dss.experiment import orders
+from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
 from swift_dss.experiment.paper import FIG7, HEADLINES
+from swift_dss.experiment.repeats import combine, ratio_ci
 from swift_dss.experiment.scale import (
     MIB,
     Scale,
@@ -40,12 +42,14 @@ from swift_dss.experiment.scale import (
     table_mix,
     working_set,
 )
-from swift_dss.experiment.summary import figures, mbps_excluding, ratio
+from swift_dss.experiment.summary import at_real_speed, figures, mbps_excluding, ratio
+from swift_dss.experiment.targets import Testbed, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.progress import RunProgress
 from swift_dss.loadgen.protocols import Credentials, connect
 from swift_dss.loadgen.workload import Workload
+from swift_dss.testbed import utilisation
 
 CACHE_PCTS = (5.0, 10.0)
 #: HDD only runs with fewer clients: at 32, 24 PUTs queue on each modelled HDD head at
@@ -54,6 +58,8 @@ CACHE_PCTS = (5.0, 10.0)
 #: saturated figure; its latencies are those of a lighter load.
 HDD_CONCURRENCY = 8
 GIB = 1 << 30
+#: The phases whose figures the paper reports; a CPU-bound one makes the run suspect.
+MEASURED_PHASES = ("put", "get")
 
 
 @dataclass(frozen=True)
@@ -155,36 +161,50 @@ def run_config(
     scale: Scale,
     run_dir: Path,
     console: Console,
+    testbed: Testbed | None = None,
 ) -> dict[str, Any]:
     """One configuration on a fresh cluster; returns its summary entry (also in entry.json).
     SETUP_W creates the containers, W is the measured phases."""
+    testbed = testbed or Testbed()
     spec = cluster_spec(cfg, ws, scale)
-    if cfg.concurrency:
+    if cfg.concurrency and testbed.kind == "saio":
         w = replace(w, concurrency=min(w.concurrency, cfg.concurrency))
+    if testbed.kind == "netns":
+        # The paper measures no DELETE, and the testbed is thrown away after the run: the
+        # phase would only add CPU time (a sixth of the run's) to every configuration.
+        w = replace(w, phases=tuple(p for p in w.phases if p.op != "delete"))
     snapshots: list[dict[str, Any]] = []
+    samples: list[tuple[str, utilisation.Sample]] = []
     dump: dict[str, Any] = {}
     load_before = os.getloadavg()
     started = time.time()
     timings: dict[str, float] = {}
-    console.print(f"{cfg.key}: starting a cluster ({spec.devices} tier devices, {spec.mode})")
-    with running(run_dir / "cluster", spec, timings) as saio:
+    where = "testbed nodes" if testbed.kind == "netns" else "tier devices"
+    console.print(f"{cfg.key}: starting a cluster ({spec.devices} {where}, {spec.mode})")
+    with running_target(run_dir / "cluster", spec, testbed, timings) as target:
         console.print(f"{cfg.key}: cluster up in {timings['up_s']} s")
-        proto = connect(saio.proxy_url, "swift", Credentials())
+        proto = connect(target.proxy_url, "swift", Credentials())
+        log = run_dir / "client.log"
 
         def on_phase(index: int) -> None:
             phase = w.phases[index]
-            snapshots.append({"before": phase.name, "stats": tier_stats(saio)})
+            samples.append((phase.name, target.sample()))
+            snapshots.append({"before": phase.name, "stats": target.tier_stats()})
             if phase.op == "delete":
-                dump.update(tier_dump(saio))
+                dump.update(target.tier_dump())
 
         t0 = time.time()
         with RunProgress(setup_w, console) as progress:
-            setup_out = runner.work(setup_w, proto, t0, tick=LogTicks(progress, console))
-        hook = PhaseHook(on_phase)
+            tick = LogTicks(progress, console)
+            setup_out = target.work(setup_w, proto, t0, lambda _i: None, tick, log)
         with RunProgress(w, console) as progress:
-            out = runner.work(w, proto, t0, barrier=hook, tick=LogTicks(progress, console))
-        snapshots.append({"before": "end", "stats": tier_stats(saio)})
-        endpoint = saio.proxy_url
+            out = target.work(w, proto, t0, on_phase, LogTicks(progress, console), log)
+        samples.append(("end", target.sample()))
+        snapshots.append({"before": "end", "stats": target.tier_stats()})
+        if not dump:
+            dump.update(target.tier_dump())
+        endpoint = target.proxy_url
+        rates = target.link_rates()
     setup_rows = runner.summarize(setup_w, [setup_out]).recorder.rows()
     result = runner.summarize(w, [out])
     doc = runner.document(w, endpoint, "swift", result, started)
@@ -193,6 +213,8 @@ def run_config(
     (run_dir / "tier.json").write_text(
         json.dumps({"snapshots": snapshots, "content": dump}, indent=1) + "\n"
     )
+    usage = utilisation.phases(samples, rates)
+    k = testbed.dilation
     entry = {
         "key": cfg.key,
         "mode": cfg.mode,
@@ -200,12 +222,18 @@ def run_config(
         "cache_pct": cfg.cache_pct,
         "concurrency": w.concurrency,
         "cluster": asdict(spec),
-        **figures(doc["rows"]),
+        "testbed": testbed.to_json(),
+        **at_real_speed(figures(doc["rows"]), k),
         "content_bytes": content_mod.by_type(dump, w),
         "content_shares": content_mod.shares(content_mod.by_type(dump, w)),
         "devices_by_phase": device_phases(snapshots),
         "classes_end": content_mod.class_totals(snapshots[-1]["stats"]) if snapshots else {},
-        "phases": result.phases,
+        "phases": [
+            {**p, "duration_s": round(p["duration_s"] / k, 3), "measured_s": p["duration_s"]}
+            for p in result.phases
+        ],
+        "utilisation": usage,
+        "cpu_bound_phases": utilisation.cpu_bound_phases(usage, MEASURED_PHASES),
         "warnings": result.warnings,
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
@@ -263,38 +291,38 @@ def caching(
     workload: str = "paper",
     on_entry: Callable[[str, dict[str, Any]], None] | None = None,
     run_nothing: bool = False,
+    testbed: Testbed | None = None,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    """Runs what is not done yet, then writes summary.json and report.md from every entry."""
+    """Runs what is not done yet, REPEATS times each (every configuration once, then again:
+    a slow drift of the machine's load then spreads over all of them), then writes
+    summary.json and report.md from every entry."""
     console = console or Console(stderr=True)
+    testbed = testbed or Testbed()
     out.mkdir(parents=True, exist_ok=True)
     setup_w, w = split_containers(seeded_workload(paper_workload(scale, workload), scale))
     ws = working_set(w)
     setup = setup_doc(w, ws, scale, pcts)
+    setup["testbed"] = testbed.to_json()
+    setup["repeats"] = repeats
     (out / "setup.json").write_text(json.dumps(setup, indent=1) + "\n")
     every = configurations(pcts, variants)
     configs = [c for c in every if not only or c.key in only or c.mode in only]
-    # What earlier runs measured counts in the summary whatever this run selects.
-    entries: dict[str, dict[str, Any]] = {
-        c.key: json.loads(done.read_text())
-        for c in every
-        if c not in configs and (done := out / "runs" / c.slug / "entry.json").exists()
-    }
-    for n, cfg in enumerate(configs, 1):
-        run_dir = out / "runs" / cfg.slug
+    runs: dict[str, list[dict[str, Any]]] = {c.key: [] for c in every}
+    todo = [(r, c) for r in range(1, repeats + 1) for c in configs]
+    for n, (rep, cfg) in enumerate(todo, 1):
+        run_dir = out / "runs" / cfg.slug / f"r{rep}"
         done = run_dir / "entry.json"
         if run_nothing:
-            if done.exists():
-                entries[cfg.key] = json.loads(done.read_text())
             continue
         if done.exists() and not force:
-            console.print(f"[{n}/{len(configs)}] {cfg.key}: done before, kept ({done})")
-            entries[cfg.key] = json.loads(done.read_text())
+            console.print(f"[{n}/{len(todo)}] {cfg.key} #{rep}: done before, kept ({done})")
             continue
         done.unlink(missing_ok=True)
         run_dir.mkdir(parents=True, exist_ok=True)
-        console.rule(f"[{n}/{len(configs)}] {cfg.key}  (load {os.getloadavg()[0]:.2f})")
+        console.rule(f"[{n}/{len(todo)}] {cfg.key} #{rep}  (load {os.getloadavg()[0]:.2f})")
         try:
-            entries[cfg.key] = run_config(cfg, setup_w, w, ws, scale, run_dir, console)
+            e = run_config(cfg, setup_w, w, ws, scale, run_dir, console, testbed)
             (run_dir / "error.txt").unlink(missing_ok=True)
         except KeyboardInterrupt:
             raise
@@ -302,13 +330,19 @@ def caching(
             (run_dir / "error.txt").write_text(traceback.format_exc())
             console.print(f"[red]{cfg.key} failed: {err}[/red] (see {run_dir / 'error.txt'})")
             continue
-        e = entries[cfg.key]
+        bound = ", ".join(e["cpu_bound_phases"])
+        bound = f", CPU-bound in {bound}" if bound else ""
         console.print(
-            f"{cfg.key}: PUT {e['put_mbps']} MB/s, GET {e['get_mbps']} MB/s, "
-            f"GET TTFB {e['get_ttfb_ms']} ms, failures {e['failure_rate']:.2%}"
+            f"{cfg.key} #{rep}: PUT {e['put_mbps']} MB/s, GET {e['get_mbps']} MB/s, "
+            f"GET TTFB {e['get_ttfb_ms']} ms, failures {e['failure_rate']:.2%}{bound}"
         )
         if on_entry:
             on_entry(cfg.key, e)
+    # What any run measured counts in the summary, whatever this one selected.
+    for cfg in every:
+        for done in sorted((out / "runs" / cfg.slug).glob("r*/entry.json")):
+            runs[cfg.key].append(json.loads(done.read_text()))
+    entries = {key: combine(found) for key, found in runs.items() if found}
     summary = build_summary(entries, setup, pcts, [c.key for c in every])
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     from swift_dss.experiment.caching_report import write_report
@@ -379,6 +413,7 @@ def build_summary(
             {
                 "what": f"{num} / {den} {metric}",
                 "measured": measured,
+                "ci": ratio_ci(keyed.get(num, {}), keyed.get(den, {}), metric),
                 "paper": paper_ratio,
                 "target": target or None,
                 "met": None if measured is None or not target else measured >= target,
@@ -409,6 +444,7 @@ def build_summary(
         "experiment": "caching",
         **keyed,
         "headlines": headlines,
+        "orders": orders.check(keyed),
         "dss_failures_all_phases": dss_failures,
         "setup": setup,
         "missing": [k for k in expected if k not in entries],

@@ -10,6 +10,7 @@ from typing import Any
 from swift_dss.experiment import plots
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
+from swift_dss.testbed import utilisation
 
 MIB = 1 << 20
 
@@ -55,7 +56,7 @@ def fig7_table(summary: dict[str, Any]) -> list[str]:
 
         def both(metric: str, e: dict[str, Any] = e, p: dict[str, Any] = p) -> str:
             ref = p.get(metric)
-            return f"{_f(e.get(metric))} ({_f(ref, 0) if ref is not None else '-'})"
+            return f"{with_ci(e, metric)} ({_f(ref, 0) if ref is not None else '-'})"
 
         lines.append(
             f"| {key} | {both('put_mbps')} | {both('get_mbps')} | {both('get_ttfb_ms')} | "
@@ -65,15 +66,83 @@ def fig7_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def with_ci(e: dict[str, Any], metric: str) -> str:
+    """A figure, with its 95% interval over the repeats when there were several."""
+    ci = (e.get("ci") or {}).get(metric)
+    if not ci or len(e.get("repeats") or []) < 2:
+        return _f(e.get(metric))
+    return f"{_f(e.get(metric))} [{_f(ci[0])}-{_f(ci[1])}]"
+
+
 def headline_table(summary: dict[str, Any]) -> list[str]:
-    lines = ["| ratio | measured | paper | asked | met |", "|---|---:|---:|---:|---|"]
+    lines = [
+        "| ratio | measured | 95% interval | paper | within 25% of it | asked | met |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
     for h in summary.get("headlines", []):
         met = {True: "yes", False: "**no**", None: "-"}[h["met"]]
+        ci = h.get("ci")
+        near = "-"
+        if h["measured"] is not None and h["paper"]:
+            near = "yes" if abs(h["measured"] / h["paper"] - 1) <= 0.25 else "**no**"
         lines.append(
-            f"| {h['what']} | {_f(h['measured'], 2)} | {_f(h['paper'], 2)} | "
+            f"| {h['what']} | {_f(h['measured'], 2)} | "
+            f"{f'{ci[0]:.2f}-{ci[1]:.2f}' if ci else '-'} | {_f(h['paper'], 2)} | {near} | "
             f"{_f(h['target'], 2)} | {met} |"
         )
     return lines
+
+
+def orders_table(summary: dict[str, Any]) -> list[str]:
+    lines = ["| figure | the paper's order | ours | held |", "|---|---|---|---|"]
+    for row in summary.get("orders", []):
+        held = {True: "yes", False: "**no**", None: "-"}[row["held"]]
+        lines.append(
+            f"| {row['what']} | {row['pair']} | {_f(row['a'])} vs {_f(row['b'])} | {held} |"
+        )
+    return lines
+
+
+def utilisation_table(summary: dict[str, Any]) -> list[str]:
+    """Per configuration and measured phase (first repeat): what kept the machine and the
+    links busy, and what set the pace."""
+    lines = [f"| config | phase | {utilisation.CELLS_HEADER}", "|---|---|---:|---|---|---|"]
+    for e in measured_entries(summary):
+        for phase in ("put", "get"):
+            u = (e.get("utilisation") or {}).get(phase)
+            if u:
+                lines.append(f"| {e['measured_as']} | {phase} | {utilisation.cells(u)} |")
+    return lines
+
+
+def setup_lines(setup: dict[str, Any]) -> list[str]:
+    """The cluster the runs had: the all-in-one, or the emulated testbed with its links."""
+    sc = setup["scale"]
+    tb = setup.get("testbed") or {"kind": "saio"}
+    if tb["kind"] != "netns":
+        return [
+            f"- Cluster: all-in-one Swift, {sc['devices']} devices (dss-tier mounts, SSD model "
+            f"intel710, HDD model st1000nm0011), {sc['replicas']} replicas, {sc['workers']} "
+            "workers per server; a fresh cluster per configuration."
+        ]
+    st = tb["settings"]
+    k = tb["dilation"]
+    return [
+        f"- Cluster: the paper's testbed emulated: a client node and a proxy node on "
+        f"{st['client_rate']} / {st['proxy_rate']} links, {sc['devices']} storage nodes on "
+        f"{st['storage_rate']} each (every link shaped with tc), each storage node with its "
+        f"own account, container and object servers over its own dss-tier (SSD model "
+        f"{st['ssd_model']}, HDD model {st['hdd_model']}); {sc['replicas']} replicas, "
+        f"{st['proxy_workers']} proxy workers, {st['server_workers']} per storage server; "
+        f"conn_timeout {st['conn_timeout']:g} s, node_timeout {st['node_timeout']:g} s, "
+        f"client_timeout {st['client_timeout']:g} s; a fresh testbed per configuration.",
+        f"- Time dilation K = {k}: every link rate and device divided by {k}, every timeout "
+        f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
+        f"(bandwidths and request rates x{k}, times /{k}).",
+        f"- Repeats: {setup.get('repeats', 1)} per configuration; a figure's interval in "
+        "brackets is its 95% Student t interval over them, a ratio's is over the repeats' "
+        "paired ratios.",
+    ]
 
 
 def devices_table(summary: dict[str, Any]) -> list[str]:
@@ -194,9 +263,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "",
         "## Setup",
         "",
-        f"- Cluster: all-in-one Swift, {sc['devices']} devices (dss-tier mounts, SSD model "
-        f"intel710, HDD model st1000nm0011), {sc['replicas']} replicas, {sc['workers']} "
-        "workers per server; a fresh cluster per configuration.",
+        *setup_lines(setup),
         f"- Workload: Table I, object sizes x{sc['size_scale']:g}, request counts "
         f"x{sc['count_scale']:g}: {ws['objects']} objects, {ws['bytes'] / MIB:,.0f} MiB PUT "
         f"({setup['bytes_per_device'] / MIB:,.0f} MiB per device with replicas), "
@@ -224,6 +291,18 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "",
         f"Failed requests in the DSS configurations (all phases): "
         f"{json.dumps(summary.get('dss_failures_all_phases'))}.",
+        "",
+        "### The paper's orders",
+        "",
+        *orders_table(summary),
+        "",
+        "### What was busy: CPU and links per phase",
+        "",
+        "Machine CPU is the share of all cores busy; a phase is CPU-bound (the machine, not "
+        "the emulated hardware, set its pace) above 75% of the machine or with one process "
+        "above 90% of a core.",
+        "",
+        *utilisation_table(summary),
         "",
         "### Device activity per phase (all devices together)",
         "",

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from swift_dss.experiment.scale import DEFAULT, Scale
+from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,55 @@ def experiment() -> None:
     pass
 
 
+def testbed_options(f: Any) -> Any:
+    """--testbed, --dilation and --repeats, handed to the command as one ``testbed``
+    (a `Testbed`) and ``repeats`` (None: the testbed's default)."""
+
+    @functools.wraps(f)
+    def with_testbed(*args: Any, **kwargs: Any) -> Any:
+        from swift_dss.experiment.targets import Testbed
+        from swift_dss.testbed.settings import TestbedSettings
+
+        kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
+        if kind == "saio" and k is not None:
+            raise click.BadParameter("only the emulated testbed (netns) is dilated")
+        settings = None
+        if kind == "netns":
+            settings = replace(Testbed("netns").settings or TestbedSettings(), dilation=k or 1)
+            try:
+                settings.validate()
+            except ValueError as err:
+                raise click.BadParameter(str(err), param_hint="--dilation") from err
+        return f(*args, testbed=Testbed(kind, settings), **kwargs)
+
+    with_testbed = click.option(
+        "--repeats",
+        type=click.IntRange(1, 30),
+        default=None,
+        help="runs of each configuration, for 95% intervals  [default: 3 on netns, 1 on saio]",
+    )(with_testbed)
+    with_testbed = click.option(
+        "--dilation",
+        type=click.IntRange(1, 1000),
+        default=None,
+        help="time dilation factor K of the emulated testbed (links K times slower, "
+        "devices K times slower, timeouts K times longer)  [default: 1]",
+    )(with_testbed)
+    return click.option(
+        "--testbed",
+        "testbed_kind",
+        type=click.Choice(["saio", "netns"]),
+        default="saio",
+        show_default=True,
+        help="saio: the all-in-one cluster (quick); netns: the paper's testbed emulated "
+        "(client, proxy and 4 storage nodes in network namespaces, shaped links)",
+    )(with_testbed)
+
+
 @experiment.command(help="HDD, SSD, LRU and DSS at 5% and 10% cache: Figs. 7-9.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/caching"))
 @scale_options
+@testbed_options
 @click.option("--cache-pcts", default="5,10", show_default=True, help="cache sizes, % of WS")
 @click.option("--only", default=None, help="configurations to run, e.g. dss,lru@10%")
 @click.option("--force", is_flag=True, help="rerun configurations that completed before")
@@ -95,6 +141,8 @@ def caching(
     force: bool,
     report_only: bool,
     variants: str,
+    testbed: Any,
+    repeats: int | None,
 ) -> None:
     from rich.console import Console
 
@@ -103,7 +151,10 @@ def caching(
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.tables import print_caching
 
-    scale = make_scale(DEFAULT, scale_args.factor, **scale_args.overrides())
+    base = DEFAULT if testbed.kind == "saio" else TESTBED_DEFAULT.dilated(testbed.dilation)
+    scale = make_scale(base, scale_args.factor, **scale_args.overrides())
+    if repeats is None:
+        repeats = 1 if testbed.kind == "saio" else TESTBED_REPEATS
     try:
         pcts = tuple(float(p) for p in cache_pcts.split(","))
     except ValueError as err:
@@ -123,6 +174,8 @@ def caching(
             console=console,
             run_nothing=report_only,
             variants=chosen,
+            testbed=testbed,
+            repeats=repeats,
         )
     except ExperimentError as err:
         raise click.ClickException(str(err)) from err
@@ -135,6 +188,7 @@ def caching(
 @experiment.command(help="Four streams, one more sent to the SSD each run: Figs. 10-11.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/traffic"))
 @scale_options
+@testbed_options
 @click.option("--duration", type=float, default=None, help="seconds of PUT and of GET per run")
 @click.option("--clients", type=click.IntRange(1, 1000), default=None, help="per stream")
 @click.option("--force", is_flag=True, help="rerun runs that completed before")
@@ -146,6 +200,8 @@ def traffic(
     clients: int | None,
     force: bool,
     report_only: bool,
+    testbed: Any,
+    repeats: int | None,
 ) -> None:
     from rich.console import Console
 
@@ -169,8 +225,16 @@ def traffic(
     )
     console = Console(stderr=True)
     try:
+        if repeats not in (None, 1):
+            raise click.BadParameter("the traffic study runs each configuration once")
         summary = run_traffic(
-            out, scale, opts, force=force, console=console, run_nothing=report_only
+            out,
+            scale,
+            opts,
+            force=force,
+            console=console,
+            run_nothing=report_only,
+            testbed=testbed,
         )
     except ExperimentError as err:
         raise click.ClickException(str(err)) from err

@@ -1,7 +1,9 @@
 """One configuration's figures, taken from the load generator's rows.
 
 Bandwidth and latency are those of the phase x op rows (every type together). Latency is
-the mean over successful requests; for GET the paper's figure is time to first byte.
+the mean over successful requests; for GET the paper's figure is time to first byte. A run
+on the emulated testbed with time dilation K is read at the testbed's speed
+(`at_real_speed`).
 The failure rate counts every request without a 2xx, as the paper's Fig. 7(c) does.
 """
 
@@ -99,3 +101,29 @@ def mbps_excluding(entry: dict[str, Any], op: str, otype: str) -> float | None:
         if k.startswith(f"{op} ") and k != f"{op} {otype}"
     )
     return round(nbytes / 1e6 / durations[0], 3)
+
+
+def at_real_speed(figs: dict[str, Any], k: int) -> dict[str, Any]:
+    """FIGS (from `figures`) of a run dilated K times, read at the emulated testbed's speed:
+    bandwidths and rates times K, times divided by K (see swift_dss.testbed.dilation)."""
+    if k == 1:
+        return figs
+
+    def scaled(key: str, value: Any) -> Any:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return value
+        if key.endswith("_mbps") or key == "mbps" or key.endswith("_ops_per_s"):
+            return _r(value * k)
+        if key.endswith("_ms"):
+            return _r(value / k)
+        return value
+
+    out = {key: scaled(key, value) for key, value in figs.items()}
+    out["by_type"] = {
+        cell_key: {
+            **cell,
+            "rows": [{k2: scaled(k2, v) for k2, v in row.items()} for row in cell.get("rows", [])],
+        }
+        for cell_key, cell in figs.get("by_type", {}).items()
+    }
+    return out

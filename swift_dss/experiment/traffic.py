@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import pickle
+import subprocess
+import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, replace
@@ -23,14 +26,16 @@ from rich.console import Console
 
 from swift_dss.experiment import content as content_mod
 from swift_dss.experiment import plots, policy_file
-from swift_dss.experiment.cluster import ClusterSpec, running, tier_stats
+from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.scale import Scale, paper_workload, split_containers
-from swift_dss.experiment.summary import phase_row
+from swift_dss.experiment.summary import at_real_speed, phase_row
+from swift_dss.experiment.targets import NetnsTarget, Testbed, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.protocols import Credentials, connect, from_json
 from swift_dss.loadgen.stats import Recorder
 from swift_dss.loadgen.workload import Phase, Workload
+from swift_dss.testbed import utilisation
 
 #: Stream name -> the workload type it draws from.
 STREAMS = {"Files": "Files", "Pictures": "Picture", "Music": "Music", "Video": "Video"}
@@ -158,12 +163,38 @@ def run_streams(workloads: list[Workload], endpoint: str, console: Console) -> l
     return [outs[k] for k in range(n)]
 
 
-def cdf(recorder: Recorder, phase: str, op: str) -> list[list[float]]:
-    """[percentile, latency ms] of the successful requests of PHASE x OP."""
+def streams_on_client(target: NetnsTarget, workloads: list[Workload], run_dir: Path) -> list:
+    """`run_streams` on the testbed's client node, in a process of its own there (its stream
+    processes inherit the namespace); its progress lines show on this stderr."""
+    request = run_dir / "streams.pickle"
+    request.write_bytes(pickle.dumps(workloads))
+    cmd = target.cluster.client_command(
+        [sys.executable, "-m", "swift_dss.experiment.traffic", str(request), target.proxy_url]
+    )
+    limit = sum(w.timeout * 4 + (p.duration or 0) for w in workloads[:1] for p in w.phases)
+    try:
+        done = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, timeout=limit + 300
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(
+            f"the client node's streams did not end within {limit + 300:g} s"
+        ) from None
+    finally:
+        request.unlink(missing_ok=True)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise RuntimeError(f"the client node's streams exited {done.returncode}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cdf(recorder: Recorder, phase: str, op: str, k: int = 1) -> list[list[float]]:
+    """[percentile, latency ms] of the successful requests of PHASE x OP, read at the
+    emulated testbed's speed (latencies / K)."""
     for key, cell in recorder.grouped(2).items():
         if key == (phase, op) and cell.lat.get_total_count():
             return [
-                [p, round(cell.lat.get_value_at_percentile(p) / 1000, 3)] for p in CDF_PERCENTILES
+                [p, round(cell.lat.get_value_at_percentile(p) / 1000 / k, 3)]
+                for p in CDF_PERCENTILES
             ]
     return []
 
@@ -177,7 +208,10 @@ def under(recorder: Recorder, phase: str, op: str, ms: float) -> float | None:
     return None
 
 
-def stream_entry(workload: Workload, out: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def stream_entry(
+    workload: Workload, out: dict[str, Any], run_dir: Path, k: int = 1
+) -> dict[str, Any]:
+    """One stream's figures, read at the emulated testbed's speed when dilated K times."""
     setup, workload = split_containers(workload)
     setup_rows = runner.summarize(setup, [out.pop("setup")]).recorder.rows()
     result = runner.summarize(workload, [out])
@@ -187,21 +221,28 @@ def stream_entry(workload: Workload, out: dict[str, Any], run_dir: Path) -> dict
     put, get = phase_row(rows, "put"), phase_row(rows, "get")
     rec = result.recorder
     every = [r for r in setup_rows + rows if r["type"] is None]
+    figs = at_real_speed(
+        {
+            "put_mbps": put.get("mbps"),
+            "get_mbps": get.get("mbps"),
+            "put_latency_ms": put.get("lat_mean_ms"),
+            "get_latency_ms": get.get("lat_mean_ms"),
+            "get_ttfb_ms": get.get("ttfb_mean_ms"),
+            "put_p99_ms": put.get("lat_p99_ms"),
+        },
+        k,
+    )
     return {
-        "put_mbps": put.get("mbps"),
-        "get_mbps": get.get("mbps"),
+        **figs,
         "put_ops": put.get("ops"),
         "get_ops": get.get("ops"),
-        "put_latency_ms": put.get("lat_mean_ms"),
-        "get_latency_ms": get.get("lat_mean_ms"),
-        "get_ttfb_ms": get.get("ttfb_mean_ms"),
-        "put_p99_ms": put.get("lat_p99_ms"),
         "put_duration_s": put.get("duration_s"),
         "get_duration_s": get.get("duration_s"),
-        "put_under_100ms": under(rec, "put", "put", 100),
-        "get_under_100ms": under(rec, "get", "get", 100),
-        "put_cdf": cdf(rec, "put", "put"),
-        "get_cdf": cdf(rec, "get", "get"),
+        # 100 ms of the emulated testbed are 100 K ms of the dilated run.
+        "put_under_100ms": under(rec, "put", "put", 100 * k),
+        "get_under_100ms": under(rec, "get", "get", 100 * k),
+        "put_cdf": cdf(rec, "put", "put", k),
+        "get_cdf": cdf(rec, "get", "get", k),
         "failures_all_phases": sum(r.get("failures", 0) for r in every),
         "requests_all_phases": sum(r.get("ops", 0) for r in every),
     }
@@ -214,7 +255,10 @@ def run_one(
     opts: TrafficOptions,
     run_dir: Path,
     console: Console,
+    testbed: Testbed | None = None,
 ) -> dict[str, Any]:
+    testbed = testbed or Testbed()
+    k = testbed.dilation
     base = paper_workload(scale)
     workloads = [stream_workload(base, s, opts, k) for k, s in enumerate(STREAMS)]
     policy = policy_file.tiered(f"traffic {name}", placement(on_ssd, base))
@@ -231,13 +275,21 @@ def run_one(
     )
     load_before = os.getloadavg()
     started = time.time()
-    with running(run_dir / "cluster", spec) as saio:
-        before = tier_stats(saio)
-        outs = run_streams(workloads, saio.proxy_url, console)
-        after = tier_stats(saio)
+    timings: dict[str, float] = {}
+    with running_target(run_dir / "cluster", spec, testbed, timings) as target:
+        before = target.tier_stats()
+        samples = [("run", target.sample())]
+        if isinstance(target, NetnsTarget):
+            outs = streams_on_client(target, workloads, run_dir)
+        else:
+            outs = run_streams(workloads, target.proxy_url, console)
+        samples.append(("end", target.sample()))
+        after = target.tier_stats()
+        rates = target.link_rates()
     streams = {
-        s: stream_entry(w, o, run_dir) for s, w, o in zip(STREAMS, workloads, outs, strict=True)
+        s: stream_entry(w, o, run_dir, k) for s, w, o in zip(STREAMS, workloads, outs, strict=True)
     }
+    usage = utilisation.phases(samples, rates)
     devices = content_mod.delta(content_mod.device_totals(after), content_mod.device_totals(before))
     entry = {
         "name": name,
@@ -249,9 +301,13 @@ def run_one(
         "get_mbps": round(sum(s["get_mbps"] or 0 for s in streams.values()), 3),
         "failures_all_phases": sum(s["failures_all_phases"] for s in streams.values()),
         "devices": devices,
+        "testbed": testbed.to_json(),
+        "utilisation": usage,
+        "cpu_bound": bool(usage["run"]["cpu_bound"]),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(time.time() - started, 1),
+        **timings,
     }
     (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
     return entry
@@ -268,8 +324,10 @@ def traffic(
     force: bool = False,
     console: Console | None = None,
     run_nothing: bool = False,
+    testbed: Testbed | None = None,
 ) -> dict[str, Any]:
     console = console or Console(stderr=True)
+    testbed = testbed or Testbed()
     out.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, Any]] = []
     for n, (name, on_ssd) in enumerate(RUNS, 1):
@@ -286,7 +344,7 @@ def traffic(
         run_dir.mkdir(parents=True, exist_ok=True)
         console.rule(f"[{n}/{len(RUNS)}] {name}  (load {os.getloadavg()[0]:.2f})")
         try:
-            entry = run_one(name, on_ssd, scale, opts, run_dir, console)
+            entry = run_one(name, on_ssd, scale, opts, run_dir, console, testbed)
         except KeyboardInterrupt:
             raise
         except Exception as err:
@@ -303,7 +361,11 @@ def traffic(
         "experiment": "traffic",
         "streams": list(STREAMS),
         "runs": runs,
-        "setup": {"scale": scale.to_json(), "options": asdict(opts)},
+        "setup": {
+            "scale": scale.to_json(),
+            "options": asdict(opts),
+            "testbed": testbed.to_json(),
+        },
         "missing": [name for name, _ in RUNS if name not in {r["name"] for r in runs}],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -313,4 +375,15 @@ def traffic(
     return summary
 
 
+def main(argv: list[str]) -> None:
+    """On the client node: the streams of a pickled workload list against ENDPOINT, their
+    records printed as one JSON line."""
+    workloads = pickle.loads(Path(argv[0]).read_bytes())
+    outs = run_streams(workloads, argv[1], Console(stderr=True))
+    print(json.dumps(outs))
+
+
 __all__ = ["RUNS", "STREAMS", "TrafficOptions", "plots", "traffic"]
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

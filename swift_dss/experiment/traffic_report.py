@@ -8,10 +8,29 @@ from typing import Any
 
 from swift_dss.experiment import plots
 from swift_dss.experiment.paper import FIG10_TREND, FIG11_FILES_UNDER_100MS
+from swift_dss.testbed import utilisation
 
 
 def _f(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def testbed_lines(setup: dict[str, Any]) -> list[str]:
+    tb = setup.get("testbed") or {}
+    if tb.get("kind") != "netns":
+        return []
+    st, k = tb["settings"], tb["dilation"]
+    return [
+        f"On the emulated testbed: client and proxy on {st['client_rate']} links, storage "
+        f"nodes on {st['storage_rate']} each, time dilation K = {k} (links and devices {k} "
+        f"times slower, timeouts {k} times longer; figures read at the testbed's speed, "
+        f"the {opts_duration(setup):g} s phases are {opts_duration(setup) / k:g} s of it).",
+        "",
+    ]
+
+
+def opts_duration(setup: dict[str, Any]) -> float:
+    return float(setup["options"]["duration"])
 
 
 def bandwidth_table(summary: dict[str, Any], op: str) -> list[str]:
@@ -64,6 +83,45 @@ def devices_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def usage_table(summary: dict[str, Any]) -> list[str]:
+    """What was busy over each run (PUT and GET together), on the emulated testbed."""
+    lines = [f"| run | {utilisation.CELLS_HEADER}", "|---|---:|---|---|---|"]
+    for run in summary["runs"]:
+        u = (run.get("utilisation") or {}).get("run")
+        if u:
+            lines.append(f"| {run['name']} | {utilisation.cells(u)} |")
+    return lines
+
+
+def trends(summary: dict[str, Any]) -> list[str]:
+    """Whether the paper's two observations held: aggregate bandwidth falls once every
+    stream is on the SSD (against the best run before), and the share of Files requests
+    under 100 ms rises when Files moves to the SSD."""
+    runs = {r["name"]: r for r in summary["runs"]}
+    out = []
+    for op in ("put", "get"):
+        last, before = runs.get("+Video"), [r for n, r in runs.items() if n != "+Video"]
+        if last and before:
+            best = max(before, key=lambda r: r.get(f"{op}_mbps") or 0)
+            fell = (last.get(f"{op}_mbps") or 0) < (best.get(f"{op}_mbps") or 0)
+            out.append(
+                f"- Aggregate {op.upper()} with every stream on the SSD: "
+                f"{_f(last.get(f'{op}_mbps'))} MB/s against {_f(best.get(f'{op}_mbps'))} in "
+                f"{best['name']}: {'falls, as in the paper' if fell else '**does not fall**'}."
+            )
+        none, files = runs.get("none"), runs.get("+Files")
+        if none and files:
+            a = (none["streams"].get("Files") or {}).get(f"{op}_under_100ms")
+            b = (files["streams"].get("Files") or {}).get(f"{op}_under_100ms")
+            if a is not None and b is not None:
+                way = "rises, as in the paper" if b > a else "**does not rise**"
+                out.append(
+                    f"- Files {op.upper()}s under 100 ms: {100 * a:.0f}% (none) -> "
+                    f"{100 * b:.0f}% (+Files): {way}."
+                )
+    return out
+
+
 def write_report(out: Path, summary: dict[str, Any]) -> Path:
     runs, streams = summary["runs"], summary["streams"]
     if runs:
@@ -83,6 +141,11 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         f"classes stay on the SSD in every run. Object sizes x{sc['size_scale']:g}; "
         f"{sc['devices']} devices, {sc['replicas']} replicas, {sc['workers']} workers per "
         "server. Every number is in `summary.json`.",
+        "",
+        *testbed_lines(setup),
+        "## The paper's observations, checked",
+        "",
+        *trends(summary),
         "",
         "## Fig. 10: bandwidth per stream and aggregate",
         "",
@@ -120,6 +183,8 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         *devices_table(summary),
         "",
     ]
+    if any(r.get("utilisation") for r in runs):
+        md += ["What was busy over each run:", "", *usage_table(summary), ""]
     if summary.get("missing"):
         md += [f"Not measured (failed or not run): {', '.join(summary['missing'])}.", ""]
     path = out / "report.md"

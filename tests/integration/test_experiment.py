@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from swift_dss.deploy.netns import Network
 from swift_dss.deploy.saio import mount_type
 from swift_dss.experiment.cli import experiment
 from swift_dss.experiment.summary import FIG7_KEYS
@@ -48,7 +49,8 @@ def test_caching_tiny(tmp_path: Path) -> None:
         # Even on the modelled HDD alone the proxy waits for slow backends.
         assert summary[key]["failures_all_phases"] == 0, key
         # Taken down without the write-back: no device is left mounted.
-        cluster = out / "runs" / summary[key]["measured_as"].replace("@", "-").replace("%", "")
+        slug = summary[key]["measured_as"].replace("@", "-").replace("%", "")
+        cluster = out / "runs" / slug / "r1"
         assert summary[key]["down_s"] >= 0
         for device in (cluster / "cluster" / "devices").iterdir():
             assert mount_type(device) is None
@@ -56,9 +58,9 @@ def test_caching_tiny(tmp_path: Path) -> None:
     assert (out / "report.md").read_text().startswith("# Caching")
     assert (out / "fig7.png").exists()
     # Resumable: a rerun measures nothing again.
-    before = (out / "runs" / "dss-10" / "entry.json").stat().st_mtime
+    before = (out / "runs" / "dss-10" / "r1" / "entry.json").stat().st_mtime
     invoke(args)
-    assert (out / "runs" / "dss-10" / "entry.json").stat().st_mtime == before
+    assert (out / "runs" / "dss-10" / "r1" / "entry.json").stat().st_mtime == before
 
 
 @pytest.mark.timeout(300)
@@ -73,3 +75,62 @@ def test_traffic_tiny(tmp_path: Path) -> None:
         assert set(run["streams"]) == {"Files", "Pictures", "Music", "Video"}
         assert run["put_mbps"] > 0
     assert "Fig. 10" in (out / "report.md").read_text()
+
+
+#: The emulated testbed at its smallest: two storage nodes, one replica, dilated twice.
+TESTBED_TINY = [
+    *("--testbed", "netns", "--dilation", "2", "--devices", "2", "--replicas", "1"),
+    *("--size-scale", "0.002", "--containers", "2"),
+]
+
+
+@pytest.mark.timeout(900)
+def test_caching_on_the_testbed_runs_on_the_client_node_with_repeats(tmp_path: Path) -> None:
+    out = tmp_path / "caching"
+    args = [
+        *("caching", "--out", str(out), *TESTBED_TINY, "--repeats", "2"),
+        *("--count-scale", "0.0005", "--concurrency", "4", "--cache-pcts", "10"),
+        *("--only", "dss@10%,lru@10%", "--variants", "none"),
+    ]
+    invoke(args)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["setup"]["testbed"]["kind"] == "netns"
+    assert summary["setup"]["testbed"]["dilation"] == 2
+    for key in ("dss@10%", "lru@10%"):
+        e = summary[key]
+        assert len(e["repeats"]) == 2 and e["failures_all_phases"] == 0, key
+        assert e["ci"]["put_mbps"][0] <= e["put_mbps"] <= e["ci"]["put_mbps"][1]
+        for rep in (1, 2):
+            run = json.loads(
+                (
+                    out / "runs" / key.replace("@", "-").rstrip("%") / f"r{rep}" / "entry.json"
+                ).read_text()
+            )
+            # Read at the testbed's speed: the measured phase took K times as long.
+            put = next(p for p in run["phases"] if p["name"] == "put")
+            assert put["measured_s"] == pytest.approx(2 * put["duration_s"], rel=0.01)
+            u = run["utilisation"]["put"]
+            # The load came from the client node, over its link, to the storage nodes.
+            assert u["node_cpu_cores"]["client"] > 0
+            assert set(u["links"]) == {"client", "proxy", "s1", "s2"}
+            assert u["links"]["client"] > 0 and u["links"]["proxy"] > 0
+            assert isinstance(run["cpu_bound_phases"], list)
+    ratio = next(h for h in summary["headlines"] if h["what"] == "dss@10% / lru@10% put_mbps")
+    assert ratio["ci"] is not None and len(ratio["ci"]) == 2
+    report = (out / "report.md").read_text()
+    assert "Time dilation K = 2" in report and "What was busy" in report
+    assert Network.for_dir(out / "runs" / "dss-10" / "r1" / "cluster").namespaces() == []
+
+
+@pytest.mark.timeout(900)
+def test_traffic_on_the_testbed(tmp_path: Path) -> None:
+    out = tmp_path / "traffic"
+    args = ["traffic", "--out", str(out), *TESTBED_TINY, "--duration", "3", "--clients", "2"]
+    invoke(args)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["name"] for r in summary["runs"]] == [
+        "none", "+Files", "+Pictures", "+Music", "+Video"
+    ]  # fmt: skip
+    for run in summary["runs"]:
+        assert run["put_mbps"] > 0 and run["testbed"]["dilation"] == 2
+        assert run["utilisation"]["run"]["links"]["client"] > 0

@@ -247,8 +247,8 @@ def test_summary_and_report_from_recorded_entries(tmp_path: Path) -> None:
 def test_a_run_of_some_configurations_keeps_the_others_in_the_summary(tmp_path: Path) -> None:
     for key, e in recorded_entries().items():
         slug = key.replace("@", "-").replace("%", "")
-        (tmp_path / "runs" / slug).mkdir(parents=True)
-        (tmp_path / "runs" / slug / "entry.json").write_text(json.dumps(e))
+        (tmp_path / "runs" / slug / "r1").mkdir(parents=True)
+        (tmp_path / "runs" / slug / "r1" / "entry.json").write_text(json.dumps(e))
     doc = caching.caching(
         tmp_path, TINY, (5.0, 10.0), only=["dss@10%"], console=Console(file=StringIO())
     )

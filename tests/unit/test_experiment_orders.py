@@ -1,0 +1,42 @@
+"""The paper's orders and traffic observations, checked on summaries built by hand."""
+
+from __future__ import annotations
+
+from swift_dss.experiment import orders
+from swift_dss.experiment.traffic_report import trends
+
+
+def test_orders_hold_fail_or_are_unknown() -> None:
+    summary = {
+        "ssd@10%": {"put_mbps": 90, "get_mbps": 300, "get_ttfb_ms": 200},
+        "dss@10%": {"put_mbps": 80, "get_mbps": 250, "get_ttfb_ms": 90},
+        "dss@5%": {"put_mbps": 70},
+        "hdd@10%": {"put_mbps": 50, "get_mbps": 100},
+        "lru@10%": {"put_mbps": 60, "get_mbps": 100, "get_ttfb_ms": 500},
+    }
+    rows = {(r["what"], r["pair"]): r for r in orders.check(summary)}
+    assert rows[("PUT bandwidth", "ssd@10% > dss@10%")]["held"] is True
+    assert rows[("PUT bandwidth", "hdd@10% > lru@10%")]["held"] is False
+    assert rows[("PUT bandwidth", "hdd@10% > lru@5%")]["held"] is None
+    assert rows[("GET bandwidth", "hdd@10% >= lru@10%")]["held"] is True  # equal counts
+    assert rows[("GET latency", "dss@10% < ssd@10%")]["held"] is True
+    assert rows[("GET latency", "ssd@10% < lru@10%")]["held"] is True
+
+
+def run(name: str, put: float, files_under: float) -> dict:
+    return {
+        "name": name,
+        "put_mbps": put,
+        "get_mbps": put,
+        "streams": {"Files": {"put_under_100ms": files_under, "get_under_100ms": files_under}},
+    }
+
+
+def test_traffic_trends_say_whether_the_paper_held() -> None:
+    runs = [run("none", 40, 0.2), run("+Files", 50, 0.6), run("+Video", 45, 0.7)]
+    text = "\n".join(trends({"runs": runs}))
+    assert "45.0 MB/s against 50.0 in +Files: falls" in text
+    assert "20% (none) -> 60% (+Files): rises" in text
+    runs = [run("none", 40, 0.5), run("+Files", 50, 0.4), run("+Video", 55, 0.7)]
+    text = "\n".join(trends({"runs": runs}))
+    assert "**does not fall**" in text and "**does not rise**" in text
