@@ -79,7 +79,7 @@ def testbed_options(f: Any) -> Any:
 
     @functools.wraps(f)
     def with_testbed(*args: Any, **kwargs: Any) -> Any:
-        from swift_dss.experiment.targets import Testbed
+        from swift_dss.experiment.targets import DEFAULT_DILATION, Testbed
         from swift_dss.testbed.settings import TestbedSettings
 
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
@@ -87,7 +87,8 @@ def testbed_options(f: Any) -> Any:
             raise click.BadParameter("only the emulated testbed (netns) is dilated")
         settings = None
         if kind == "netns":
-            settings = replace(Testbed("netns").settings or TestbedSettings(), dilation=k or 1)
+            base = Testbed("netns").settings or TestbedSettings()
+            settings = replace(base, dilation=k or DEFAULT_DILATION)
             try:
                 settings.validate()
             except ValueError as err:
@@ -105,16 +106,17 @@ def testbed_options(f: Any) -> Any:
         type=click.IntRange(1, 1000),
         default=None,
         help="time dilation factor K of the emulated testbed (links K times slower, "
-        "devices K times slower, timeouts K times longer)  [default: 1]",
+        "devices K times slower, timeouts K times longer)  [default: 4]",
     )(with_testbed)
     return click.option(
         "--testbed",
         "testbed_kind",
         type=click.Choice(["saio", "netns"]),
-        default="saio",
+        default="netns",
         show_default=True,
-        help="saio: the all-in-one cluster (quick); netns: the paper's testbed emulated "
-        "(client, proxy and 4 storage nodes in network namespaces, shaped links)",
+        help="netns: the paper's testbed emulated (client, proxy and 4 storage nodes in "
+        "network namespaces, shaped links, time dilated); saio: the all-in-one cluster, "
+        "a quick mode",
     )(with_testbed)
 
 
@@ -241,4 +243,41 @@ def traffic(
     except KeyboardInterrupt:
         raise click.ClickException("interrupted; completed runs are kept") from None
     print_traffic(summary, Console())
+    click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
+
+
+@experiment.command(
+    help="The Hou et al. parallelism x size sweep through an emulated client link, per "
+    "client case (link rate and RTT): the study's Baseline and long-distance clients.",
+    context_settings={"ignore_unknown_options": True},
+)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/sweep"))
+@click.option(
+    "--case",
+    "cases",
+    multiple=True,
+    help="NAME:RATE:RTT_MS, repeatable  [default: baseline:1gbit:0.28 and long-distance:1gbit:176]",
+)
+@click.argument("sweep_args", nargs=-1, type=click.UNPROCESSED)
+def sweep(out: Path, cases: tuple[str, ...], sweep_args: tuple[str, ...]) -> None:
+    """SWEEP_ARGS go to `dss loadgen sweep` (e.g. --parallelism 1,8,64 --sizes 4KiB,4MiB)."""
+    from rich.console import Console
+
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.distance import CASES, parse_case, sweep_distance
+
+    try:
+        chosen = tuple(parse_case(c) for c in cases) or CASES
+        names = [c.name for c in chosen]
+        if len(set(names)) != len(names):
+            raise ExperimentError(f"case names must differ: {', '.join(names)}")
+        summary = sweep_distance(out, chosen, list(sweep_args), Console(stderr=True))
+    except ExperimentError as err:
+        raise click.ClickException(str(err)) from err
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted") from None
+    for name, best in summary["best"].items():
+        for op, b in best.items():
+            best_cell = f"{b['size_label']} x {b['parallelism']}"
+            click.echo(f"{name} {op}: best {best_cell}: {b['mbps']:.2f} MB/s")
     click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")

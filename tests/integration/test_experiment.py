@@ -22,7 +22,7 @@ pytestmark = [
 ]
 
 TINY = [
-    *("--devices", "1", "--replicas", "1", "--workers", "2"),
+    *("--testbed", "saio", "--devices", "1", "--replicas", "1", "--workers", "2"),
     *("--size-scale", "0.002", "--containers", "2"),
 ]
 
@@ -134,3 +134,28 @@ def test_traffic_on_the_testbed(tmp_path: Path) -> None:
     for run in summary["runs"]:
         assert run["put_mbps"] > 0 and run["testbed"]["dilation"] == 2
         assert run["utilisation"]["run"]["links"]["client"] > 0
+
+
+@pytest.mark.timeout(900)
+def test_sweep_through_a_long_client_link_pays_its_rtt(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    invoke(
+        [
+            *("sweep", "--out", str(out), "--case", "near:1gbit:0.28", "--case", "far:1gbit:60"),
+            *("--parallelism", "1,4", "--sizes", "4KiB,256KiB", "--repetitions", "1"),
+            *("--budget", "1MiB", "--max-requests", "20", "--max-failures", "0"),
+        ]
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert [c["name"] for c in summary["cases"]] == ["near", "far"]
+    rows = {
+        case: {(r["op"], r["size"], r["parallelism"]): r for r in
+               json.loads((out / case / "results.json").read_text())["rows"]}
+        for case in ("near", "far")
+    }  # fmt: skip
+    for op in ("put", "get"):
+        near, far = rows["near"][(op, 4096, 1)], rows["far"][(op, 4096, 1)]
+        assert near["failures"] == far["failures"] == 0
+        # Every request of one connection crosses the 60 ms round trip at least once.
+        assert far["lat_mean_ms"] >= 60 and far["lat_mean_ms"] > near["lat_mean_ms"]
+    assert (out / "peak.png").exists() and "Fig. 10" in (out / "report.md").read_text()

@@ -367,3 +367,23 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "unknown policy variant lru-fast" in result.output
     assert not (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--testbed", "saio", "--dilation", "2"], "only the emulated testbed"),
+        (["--dilation", "0"], "--dilation"),
+        (["--testbed", "vm"], "--testbed"),
+        (["--repeats", "0"], "--repeats"),
+    ],
+)
+def test_bad_testbed_options_are_cli_errors(tmp_path: Path, args: list[str], says: str) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+
+    result = CliRunner().invoke(experiment, ["caching", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert not (tmp_path / "summary.json").exists()
