@@ -61,9 +61,12 @@ $(STAMP_PY): pyproject.toml $(STAMP_APT)
 	$(PY) -m pip install -q -e '.[all,test]'
 	@touch $@
 
-# The main job: the paper's caching experiment at the default scale (resumable).
+# The main job: the paper's caching (Figs. 7-9) and traffic-control (Figs. 10-11)
+# experiments on the emulated testbed at their defaults, each printed beside the paper's
+# figures (resumable: a rerun keeps what was measured).
 run: setup
-	$(VENV)/bin/dss experiment caching --out $(RUN_DIR)/experiment/caching
+	$(VENV)/bin/dss experiment caching --out $(RUN_DIR)/experiment/testbed
+	$(VENV)/bin/dss experiment traffic --out $(RUN_DIR)/experiment/traffic
 
 # A short tour: an all-in-one cluster, classified uploads, classes read back.
 demo: setup

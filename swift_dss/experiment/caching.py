@@ -444,7 +444,7 @@ def build_summary(
         "experiment": "caching",
         **keyed,
         "headlines": headlines,
-        "orders": orders.check(keyed),
+        "orders": orders.check(keyed) + orders.content(keyed),
         "dss_failures_all_phases": dss_failures,
         "setup": setup,
         "missing": [k for k in expected if k not in entries],

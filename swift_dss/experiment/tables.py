@@ -35,12 +35,54 @@ def print_caching(summary: dict[str, Any], console: Console) -> None:
         )
     console.print(table)
     for h in summary.get("headlines", []):
+        if h["paper"] is None:
+            continue
         met = {True: "met", False: "NOT met", None: ""}[h["met"]]
+        ci = f" [{h['ci'][0]:.2f}-{h['ci'][1]:.2f}]" if h.get("ci") else ""
         console.print(
-            f"{h['what']}: {_f(h['measured'], 2)} (paper {_f(h['paper'], 2)}"
+            f"{h['what']}: {_f(h['measured'], 2)}{ci} (paper {_f(h['paper'], 2)}"
             + (f", asked >= {h['target']:g}" if h["target"] else "")
             + f") {met}"
         )
+    held = {True: "holds", False: "DOES NOT hold", None: "not measured"}
+    for row in summary.get("orders", []):
+        console.print(
+            f"{row['what']}: {row['pair']} ({_f(row['a'], 2)} vs {_f(row['b'], 2)}): "
+            f"{held[row['held']]}",
+            highlight=False,
+        )
+    print_cost(summary, console)
+    bound = {
+        k: e["cpu_bound_phases"]
+        for k, e in summary.items()
+        if isinstance(e, dict) and e.get("cpu_bound_phases") and k == e.get("measured_as")
+    }
+    console.print(
+        "CPU-bound phases (the machine, not the emulated hardware, set the pace): "
+        + (", ".join(f"{k} {'+'.join(v)}" for k, v in bound.items()) if bound else "none"),
+        highlight=False,
+    )
+
+
+def print_cost(summary: dict[str, Any], console: Console) -> None:
+    """Fig. 9 at 10% cache: $/GB/IOPS normalised to HDD only, ours (the paper's)."""
+    from swift_dss.experiment.paper import FIG9
+
+    table = Table(title="Fig. 9 cost efficiency, 10% cache: $/GB/IOPS / HDD's (paper)")
+    for col in ("config", "PUT", "GET"):
+        table.add_column(col, justify="left" if col == "config" else "right")
+    for key in ("hdd@10%", "ssd@10%", "lru@10%", "dss@10%"):
+        e = summary.get(key)
+        if not isinstance(e, dict):
+            continue
+        ref = FIG9.get(key.split("@")[0] if key[:3] in ("hdd", "ssd") else key, {})
+
+        def cell(op: str, e: dict[str, Any] = e, ref: dict[str, Any] = ref) -> str:
+            paper = ref.get(op, (None,))[0]
+            return _f(e.get(f"cost_norm_{op}"), 2) + ("" if paper is None else f" ({paper:g})")
+
+        table.add_row(key, cell("put"), cell("get"))
+    console.print(table)
 
 
 def print_traffic(summary: dict[str, Any], console: Console) -> None:
@@ -59,3 +101,7 @@ def print_traffic(summary: dict[str, Any], console: Console) -> None:
             _f(run.get("get_mbps")),
         )
     console.print(table)
+    from swift_dss.experiment.traffic_report import trends
+
+    for line in trends(summary):
+        console.print(line.removeprefix("- ").replace("**", ""), highlight=False)

@@ -40,3 +40,17 @@ def test_traffic_trends_say_whether_the_paper_held() -> None:
     runs = [run("none", 40, 0.5), run("+Files", 50, 0.4), run("+Video", 55, 0.7)]
     text = "\n".join(trends({"runs": runs}))
     assert "**does not fall**" in text and "**does not rise**" in text
+
+
+def test_cache_content_statements_of_fig8() -> None:
+    summary = {
+        "dss@10%": {"content_shares": {"FS metadata": 0.5, "Files": 0.2, "large (>10 MiB)": 0.1}},
+        "lru@10%": {"content_shares": {"FS metadata": 0.2, "large (>10 MiB)": 0.6}},
+        "dss@5%": {"content_shares": {"Files": 0.1, "large (>10 MiB)": 0.7}},
+    }
+    rows = {r["pair"]: r["held"] for r in orders.content(summary)}
+    assert rows == {
+        "large objects: dss@10% < lru@10%": True,
+        "dss@10%: metadata + Files > large objects": True,
+        "dss@5%: metadata + Files > large objects": False,
+    }
