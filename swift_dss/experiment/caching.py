@@ -187,6 +187,10 @@ def run_config(
         log = run_dir / "client.log"
 
         def on_phase(index: int) -> None:
+            if index >= len(w.phases):  # after the last phase (a remote load generator)
+                samples.append(("end", target.sample()))
+                snapshots.append({"before": "end", "stats": target.tier_stats()})
+                return
             phase = w.phases[index]
             samples.append((phase.name, target.sample()))
             snapshots.append({"before": phase.name, "stats": target.tier_stats()})
@@ -199,8 +203,9 @@ def run_config(
             setup_out = target.work(setup_w, proto, t0, lambda _i: None, tick, log)
         with RunProgress(w, console) as progress:
             out = target.work(w, proto, t0, on_phase, LogTicks(progress, console), log)
-        samples.append(("end", target.sample()))
-        snapshots.append({"before": "end", "stats": target.tier_stats()})
+        if samples[-1][0] != "end":
+            samples.append(("end", target.sample()))
+            snapshots.append({"before": "end", "stats": target.tier_stats()})
         if not dump:
             dump.update(target.tier_dump())
         endpoint = target.proxy_url

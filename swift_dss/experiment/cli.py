@@ -11,6 +11,9 @@ import click
 
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
 
+#: The traffic study's phases on the testbed, in measured seconds.
+TESTBED_TRAFFIC_DURATION = 60.0
+
 
 @dataclass(frozen=True)
 class ScaleArgs:
@@ -191,7 +194,12 @@ def caching(
 @click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/traffic"))
 @scale_options
 @testbed_options
-@click.option("--duration", type=float, default=None, help="seconds of PUT and of GET per run")
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="measured seconds of PUT and of GET per run  [default: 60 on netns, 30 on saio]",
+)
 @click.option("--clients", type=click.IntRange(1, 1000), default=None, help="per stream")
 @click.option("--force", is_flag=True, help="rerun runs that completed before")
 @click.option("--report-only", is_flag=True, help="rebuild summary and report, run nothing")
@@ -214,11 +222,14 @@ def traffic(
 
     # count_scale and concurrency do not apply: the streams are bounded by time and clients.
     a = scale_args
-    scale = make_scale(
-        DEFAULT, 1.0, size_scale=a.size_scale, devices=a.devices, replicas=a.replicas
-    )
+    base = DEFAULT if testbed.kind == "saio" else TESTBED_DEFAULT.dilated(testbed.dilation)
+    scale = make_scale(base, 1.0, size_scale=a.size_scale, devices=a.devices, replicas=a.replicas)
     scale = replace(scale, workers=a.workers or scale.workers)
     opts = TrafficOptions()
+    if testbed.kind == "netns":
+        # K times slower hardware completes K times fewer requests in a phase: twice the
+        # time keeps a few hundred per stream at the default K.
+        opts = replace(opts, duration=TESTBED_TRAFFIC_DURATION)
     opts = replace(
         opts,
         duration=(duration or opts.duration) * a.factor,

@@ -5,7 +5,8 @@ the client node's shaped link, while the caller keeps control between phases.
 The subprocess and the caller speak JSON lines over its stdout and stdin:
 
     child -> parent  {"tick": [index, name, done, failed, bytes, seconds]}  (progress)
-                     {"phase": index}   (about to start phase INDEX; waits for a line back)
+                     {"phase": index}   (about to start phase INDEX, or with INDEX = the
+                                         number of phases, done with all; waits for a line)
                      {"result": {...}}  (what `runner.work` returned)
     parent -> child  "go" (start the phase) or "abort"
 
@@ -51,7 +52,8 @@ def work(
     on_start: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """`runner.work(WORKLOAD, PROTOCOL, T0)` run as PREFIX + this module; ON_PHASE(i) is
-    called before phase i starts, ON_START(pid) once the subprocess runs (PREFIX must
+    called before phase i starts and once more after the last (i = number of phases),
+    while the subprocess still runs; ON_START(pid) once the subprocess runs (PREFIX must
     exec in place, as `ip netns exec` does, for the pid to be the load generator's). LOG
     receives the subprocess's stderr."""
     # The child may wait this long for a request without a line: the barrier's own limit.
@@ -171,7 +173,11 @@ def main(argv: list[str]) -> None:
             last[0] = now
             _emit(out, {"tick": [index, name, done, failed, nbytes, sec]})
 
-    result = runner.work(workload, from_json(proto_json), t0, barrier=_LineBarrier(out), tick=tick)
+    barrier = _LineBarrier(out)
+    result = runner.work(workload, from_json(proto_json), t0, barrier=barrier, tick=tick)
+    # One more handshake once every phase is done, so that the caller's last reading
+    # still finds this process alive (its CPU time is part of that reading).
+    barrier.wait()
     _emit(out, {"result": result})
 
 
