@@ -92,10 +92,14 @@ def testbed_options(f: Any) -> Any:
         if kind == "netns":
             base = Testbed("netns").settings or TestbedSettings()
             settings = replace(base, dilation=k or DEFAULT_DILATION)
+            # On the testbed --workers is each storage server's (the proxy keeps its own).
+            workers = kwargs["scale_args"].workers
+            if workers is not None:
+                settings = replace(settings, server_workers=workers)
             try:
                 settings.validate()
             except ValueError as err:
-                raise click.BadParameter(str(err), param_hint="--dilation") from err
+                raise click.BadParameter(str(err)) from err
         return f(*args, testbed=Testbed(kind, settings), **kwargs)
 
     with_testbed = click.option(

@@ -68,7 +68,7 @@ class Usage:
             "machine_cpu": round(self.machine, 3),
             "node_cpu_cores": {k: round(v, 3) for k, v in self.node_cores.items()},
             "busiest_process_cores": {k: round(v, 3) for k, v in self.node_busiest.items()},
-            "links": {k: round(v, 3) for k, v in self.links.items()},
+            "links": {k: round(v, 6) for k, v in self.links.items()},
             "bottleneck": self.bottleneck(),
             "cpu_bound": self.cpu_bound,
             "why": self.why,
