@@ -7,6 +7,7 @@ import socket
 import socketserver
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -54,12 +55,20 @@ def relayed() -> Iterator[int]:
 
 
 def exchange(port: int, payload: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
+    """PAYLOAD sent while its echo is read: with the echo not read, the echo server's and
+    then the sender's buffers would fill, over the relay as over any TCP path."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+
+        def send() -> None:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
         chunks = []
         while data := s.recv(1 << 16):
             chunks.append(data)
+        sender.join(60)
     return b"".join(chunks)
 
 
