@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +19,14 @@ import pytest
 from tests.integration.tier_helpers import (  # noqa: F401
     BIN,
     LRU,
+    MIB,
     REFERENCE,
+    MakeTier,
     Tier,
     make_tier,
     tiers,
     tmpfs,
 )
-
-MIB = 1 << 20
-MakeTier = Callable[..., Tier]
 
 
 def run(*args: str | Path, user: int | None = None) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.integration.tier_helpers import (  # noqa: F401
     Tier,
     make_tier,
@@ -97,7 +99,11 @@ def check(root: Path, log: Path) -> int:
     return len(acked)
 
 
-def test_kill_9_at_random_moments_loses_nothing_acknowledged(make_tier: object) -> None:  # noqa: F811
+@pytest.mark.parametrize("mode", ["dss", "hdd"])  # hdd: files in kernel passthrough
+def test_kill_9_at_random_moments_loses_nothing_acknowledged(
+    make_tier: object,  # noqa: F811
+    mode: str,
+) -> None:
     rng = random.Random(SEED)
     t = make_tier()
     log = t.base / "writer.log"
@@ -105,7 +111,7 @@ def test_kill_9_at_random_moments_loses_nothing_acknowledged(make_tier: object) 
     start = 0
     for it in range(ITERATIONS):
         # A small cache keeps the syncer writing back (and blocks turning clean) under load.
-        t.mount(cache_size="1MiB")
+        t.mount(cache_size="1MiB", mode=mode)
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(t.mnt), str(log), str(SEED + it), str(start)],
             stdout=subprocess.DEVNULL,
@@ -120,7 +126,7 @@ def test_kill_9_at_random_moments_loses_nothing_acknowledged(make_tier: object) 
         fsck = t.fsck()
         assert fsck.returncode == 0, fsck.stdout + fsck.stderr
         assert "unclean" in fsck.stdout
-        t.mount(cache_size="1MiB")
+        t.mount(cache_size="1MiB", mode=mode)
         assert check(t.mnt, log) > 0
         t.kill()
     # Once more through fsck --repair: the HDD alone then holds everything acknowledged.
@@ -128,7 +134,7 @@ def test_kill_9_at_random_moments_loses_nothing_acknowledged(make_tier: object) 
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     check(t.hdd, log)
     # And through a clean unmount after a remount.
-    t.mount(cache_size="1MiB")
+    t.mount(cache_size="1MiB", mode=mode)
     check(t.mnt, log)
     t.umount()
     check(t.hdd, log)

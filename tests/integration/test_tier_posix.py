@@ -26,10 +26,12 @@ from tests.integration.tier_helpers import (  # noqa: F401
 )
 
 
-@pytest.fixture
-def tier(make_tier: object) -> Tier:  # noqa: F811
+@pytest.fixture(params=["dss", "hdd"])
+def tier(make_tier: object, request: pytest.FixtureRequest) -> Tier:  # noqa: F811
+    """A small cache in mode dss, and mode hdd, whose files the kernel serves itself
+    (passthrough)."""
     t = make_tier()
-    t.mount(cache_size="1MiB")
+    t.mount(cache_size="1MiB", mode=request.param)
     return t
 
 

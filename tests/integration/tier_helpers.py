@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from swift_dss.tierctl.daemon import Daemon
 from swift_dss.tierctl.fsck import fsck
 from swift_dss.tierctl.options import MountOptions
 
+MIB = 1 << 20
 BIN = binary.SOURCE_BUILD
 REFERENCE = policy_path("reference")
 LRU = policy_path("lru")
@@ -95,6 +96,10 @@ class Tier:
 
     def fsck(self, repair: bool = False) -> subprocess.CompletedProcess[str]:
         return fsck(self.ssd, self.hdd, repair, binary=BIN)
+
+
+#: What the `make_tier` fixture hands a test: make_tier(name="t") -> Tier.
+MakeTier = Callable[..., Tier]
 
 
 def class_stats(stats: dict, cls: int) -> dict:

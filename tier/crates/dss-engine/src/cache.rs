@@ -167,6 +167,12 @@ impl Cache {
         self.lists.dirty_len()
     }
 
+    /// True when the policy places every class on the HDD: no read or write of file data
+    /// is left for the engine to decide (blocks cached under an earlier policy aside).
+    pub fn places_all_on_hdd(&self) -> bool {
+        self.table.iter().all(|c| c.placement == Placement::Hdd)
+    }
+
     pub fn pinned_entries(&self) -> u32 {
         self.pinned
     }

@@ -192,3 +192,22 @@ fn reset_counters_zeroes_activity_not_content() {
     assert_eq!((n.hits, n.misses, n.dirty_blocks), (0, 0, 1));
     c.check().unwrap();
 }
+
+#[test]
+fn only_a_table_with_every_class_on_the_hdd_leaves_no_data_decision() {
+    for (mode, all_hdd) in [
+        (Mode::Hdd, true),
+        (Mode::Ssd, false),
+        (Mode::Lru, false),
+        (Mode::Dss, false),
+        (Mode::Tiered, false),
+    ] {
+        assert_eq!(cache(mode).places_all_on_hdd(), all_hdd, "{mode:?}");
+    }
+    // A reload moves it either way.
+    let mut c = cache(Mode::Dss);
+    c.set_policy(&policy(OLD, Some(Mode::Hdd))).unwrap();
+    assert!(c.places_all_on_hdd());
+    c.set_policy(&policy(OLD, Some(Mode::Lru))).unwrap();
+    assert!(!c.places_all_on_hdd());
+}

@@ -78,6 +78,10 @@ pub struct MountArgs {
     /// change since)
     #[arg(long)]
     pub warm: bool,
+    /// Send every read and write through the daemon, even of files the kernel could
+    /// serve from the HDD itself (policy placing everything on the HDD, no HDD model)
+    #[arg(long)]
+    pub no_passthrough: bool,
     /// Detach, returning once the mount is visible
     #[arg(long)]
     pub daemon: bool,

@@ -188,8 +188,14 @@ fn mount(m: MountArgs) -> Result<(), String> {
     let core = Arc::new(core);
     let ioctls = ioctl::Ioctls::load()?;
     let control = control::Control::new(policy_path, &policy, m.mode, hdd.clone());
-    let tierfs =
-        fs::TierFs::new(hdd.clone(), core.clone(), ioctls, control).map_err(|e| e.to_string())?;
+    let tierfs = fs::TierFs::new(
+        hdd.clone(),
+        core.clone(),
+        ioctls,
+        control,
+        !m.no_passthrough,
+    )
+    .map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let syncer = {
         let (core, stop) = (core.clone(), stop.clone());

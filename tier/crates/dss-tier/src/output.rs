@@ -161,6 +161,8 @@ mod tests {
             syncer_active: false,
             classes: [("24".to_string(), class.clone()), ("3".to_string(), class)].into(),
             devices: [("hdd".to_string(), dev)].into(),
+            passthrough: true,
+            passthrough_opens: 3,
         }
     }
 
@@ -179,6 +181,14 @@ mod tests {
         for r in &rows[1..3] {
             assert_eq!(r.split(',').count(), columns, "{r}");
         }
+    }
+
+    #[test]
+    fn the_table_says_when_the_kernel_serves_files_itself() {
+        let mut s = stats();
+        assert!(s.render().contains("passthrough: on, 3 handles opened"));
+        s.passthrough = false;
+        assert!(!s.render().contains("passthrough"));
     }
 
     #[test]

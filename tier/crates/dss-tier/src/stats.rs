@@ -81,6 +81,13 @@ pub struct Stats {
     /// Keyed by class id; classes with no activity are left out.
     pub classes: BTreeMap<String, ClassStats>,
     pub devices: BTreeMap<String, DevStats>,
+    /// Kernel passthrough is on: files that qualify are read and written by the kernel
+    /// on the HDD, unseen by the counters above.
+    #[serde(default)]
+    pub passthrough: bool,
+    /// Handles opened in passthrough since the mount.
+    #[serde(default)]
+    pub passthrough_opens: u64,
 }
 
 pub fn class_map(
@@ -134,6 +141,12 @@ impl Stats {
             s += &format!(
                 "{name}: {} ops, {} bytes, busy {:.3} s ({})\n",
                 d.ops, d.bytes, d.busy_s, d.model
+            );
+        }
+        if self.passthrough {
+            s += &format!(
+                "passthrough: on, {} handles opened (their I/O is not counted above)\n",
+                self.passthrough_opens
             );
         }
         s
@@ -320,6 +333,8 @@ mod tests {
             syncer_active: false,
             classes: class_map(counters.into_iter(), 4096),
             devices,
+            passthrough: false,
+            passthrough_opens: 0,
         };
         let v: serde_json::Value = serde_json::to_value(&s).unwrap();
         assert_eq!(v["mode"], "dss");

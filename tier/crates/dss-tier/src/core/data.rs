@@ -4,7 +4,7 @@
 use super::device_io::IoBuf;
 use super::state::{Core, Inner};
 use crate::runs::{FillRun, Run};
-use dss_engine::device::Op;
+use dss_engine::device::{Model, Op};
 use dss_engine::{BlockKey, Durable, ReadOutcome, WriteOutcome};
 use std::fs::File;
 use std::io;
@@ -380,6 +380,29 @@ impl Core {
     /// The HDD copy of `id` changed outside the data path (allocation, attributes).
     pub fn hdd_changed(&self, id: u64) {
         self.inner.lock().unwrap().hdd_dirty.insert(id);
+    }
+
+    /// True when no read or write of file data is left to decide or charge: the policy
+    /// places every class on the HDD and the HDD is a real device (no model).
+    pub fn hdd_only(&self) -> bool {
+        let g = self.inner.lock().unwrap();
+        g.cache.places_all_on_hdd() && matches!(g.hdd.model(), Model::None)
+    }
+
+    /// Leave file `id` (`size` bytes) wholly on the HDD: its dirty blocks written back
+    /// and its clean copies dropped, so that I/O the kernel does on the HDD file itself
+    /// finds the latest data there and leaves no stale copy here.
+    pub fn settle_on_hdd(&self, id: u64, size: u64) -> io::Result<()> {
+        let blocks = size.div_ceil(self.bs).max(1);
+        let cached = {
+            let g = self.inner.lock().unwrap();
+            (0..blocks).any(|index| g.cache.lookup(BlockKey { file: id, index }).is_some())
+        };
+        if cached {
+            self.flush_file(id, size)?;
+            self.discard_file(id, size);
+        }
+        Ok(())
     }
 
     pub fn discard_file(&self, id: u64, size: u64) {

@@ -29,6 +29,8 @@ impl Core {
             syncer_active: c.syncer_active(),
             classes: class_map((0..=255u8).map(|id| (id, c.counters(id))), self.bs as u32),
             devices,
+            passthrough: false,
+            passthrough_opens: 0,
         }
     }
 

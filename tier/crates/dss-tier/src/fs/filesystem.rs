@@ -65,6 +65,18 @@ impl Filesystem for TierFs {
         // Shared mappings of a file whose handle is DIRECT (new since 6.6; older kernels
         // refuse them with ENODEV, nothing worse).
         let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        // Backing files on a plain filesystem (stack depth 0); depth 1 still lets an
+        // overlayfs stack on this mount.
+        if self.passthrough_wanted {
+            let granted = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+                && config.set_max_stack_depth(1).is_ok();
+            if !granted {
+                eprintln!(
+                    "dss-tier: the kernel offers no FUSE passthrough; every I/O goes through the daemon"
+                );
+            }
+            self.backings.enable(granted);
+        }
         Ok(())
     }
 
@@ -353,17 +365,20 @@ impl Filesystem for TierFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let run = || -> Result<u64, Errno> {
+        let run = || -> Result<_, Errno> {
             let path = self.path(ino)?;
             let f = open_file(&path, flags.0, None)?;
             self.truncate_on_open(&f, flags.0)?;
-            Ok(self.handles.open(ino.0, &path, f, false))
+            self.new_handle(ino.0, &path, f, false, flags.0, |f| reply.open_backing(f))
         };
         match run() {
-            Ok(fh) if self.direct_written.lock().unwrap().remove(&ino.0) => {
+            Ok((fh, Some(backing))) => {
+                reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), &backing)
+            }
+            Ok((fh, None)) if self.direct_written.lock().unwrap().remove(&ino.0) => {
                 reply.opened(FileHandle(fh), FopenFlags::empty())
             }
-            Ok(fh) => reply.opened(FileHandle(fh), KEEP_CACHE),
+            Ok((fh, None)) => reply.opened(FileHandle(fh), KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -379,7 +394,7 @@ impl Filesystem for TierFs {
         reply: ReplyCreate,
     ) {
         let direct = flags & libc_o::O_EXCL != 0;
-        let run = || -> Result<(FileAttr, u64), Errno> {
+        let run = || -> Result<_, Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
             self.core.meta(MetaKind::Inode, parent.0, true);
@@ -390,12 +405,17 @@ impl Filesystem for TierFs {
             if !existed {
                 self.created(&attr);
             }
-            let fh = self.handles.open(attr.ino.0, &path, f, direct);
-            Ok((attr, fh))
+            let register = |f: &File| reply.open_backing(f);
+            let (fh, backing) = self.new_handle(attr.ino.0, &path, f, direct, flags, register)?;
+            Ok((attr, fh, backing))
         };
         let open = if direct { DIRECT } else { KEEP_CACHE };
         match run() {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), open),
+            Ok((a, fh, Some(b))) => {
+                let fh = FileHandle(fh);
+                reply.created_passthrough(&TTL, &a, Generation(0), fh, FopenFlags::empty(), &b)
+            }
+            Ok((a, fh, None)) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), open),
             Err(e) => reply.error(e),
         }
     }
@@ -481,7 +501,11 @@ impl Filesystem for TierFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles.release(fh);
+        if let Some(h) = self.handles.release(fh)
+            && h.passthrough
+        {
+            self.backings.released(h.ino);
+        }
         reply.ok();
     }
 
@@ -496,6 +520,10 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
+            if h.passthrough {
+                // The kernel wrote the HDD file itself, unseen.
+                self.core.hdd_changed(id);
+            }
             self.core.sync_file(id, &h.file, datasync).map_err(errno)
         };
         match run() {
@@ -629,7 +657,9 @@ impl Filesystem for TierFs {
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         let run = || -> Result<Vec<u8>, Errno> {
             if ino.0 == 1 && name == STATS_XATTR {
-                let stats = self.control.stats(&self.core);
+                let mut stats = self.control.stats(&self.core);
+                stats.passthrough = self.backings.enabled();
+                stats.passthrough_opens = self.backings.opens();
                 return Ok(serde_json::to_vec(&stats).unwrap_or_default());
             }
             if ino.0 == 1 && name == CONTROL_XATTR {

@@ -19,6 +19,16 @@ pub(super) struct Handle {
     pub(super) class: AtomicU8,
     /// Opened with FOPEN_DIRECT_IO: its writes bypass the page cache of other handles.
     pub(super) direct: bool,
+    /// Opened with FOPEN_PASSTHROUGH: the kernel does its I/O on the HDD file itself.
+    pub(super) passthrough: bool,
+}
+
+/// How the kernel is to treat a new handle's I/O.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Io {
+    Cached,
+    Direct,
+    Passthrough,
 }
 
 /// The open handles by number.
@@ -36,7 +46,7 @@ impl Handles {
     }
 
     /// A new handle on `file`, opened as `path` (inode `ino`); returns its number.
-    pub(super) fn open(&self, ino: u64, path: &Path, file: File, direct: bool) -> u64 {
+    pub(super) fn open(&self, ino: u64, path: &Path, file: File, io: Io) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let name = path.file_name().unwrap_or_default().to_os_string();
         let h = Handle {
@@ -44,7 +54,8 @@ impl Handles {
             ino,
             name,
             class: AtomicU8::new(0),
-            direct,
+            direct: io == Io::Direct,
+            passthrough: io == Io::Passthrough,
         };
         self.map.lock().unwrap().insert(fh, Arc::new(h));
         fh
@@ -78,19 +89,38 @@ impl Handles {
         })
     }
 
-    pub(super) fn release(&self, fh: FileHandle) {
-        self.map.lock().unwrap().remove(&fh.0);
+    /// True when any handle is open on FUSE inode `ino`.
+    pub(super) fn any_on(&self, ino: u64) -> bool {
+        self.map.lock().unwrap().values().any(|h| h.ino == ino)
     }
+
+    pub(super) fn release(&self, fh: FileHandle) -> Option<Arc<Handle>> {
+        self.map.lock().unwrap().remove(&fh.0)
+    }
+}
+
+/// The permission bits left once a write by an unprivileged user dropped set-user-ID,
+/// and set-group-ID where it marks an executable (not mandatory locking).
+fn without_set_id(mode: u32) -> u32 {
+    let mut keep = mode & 0o7777 & !0o4000;
+    if mode & 0o2010 == 0o2010 {
+        keep &= !0o2000;
+    }
+    keep
+}
+
+/// True when a write by an unprivileged user would have to drop something: set-ID bits
+/// or file capabilities.
+pub(super) fn has_privs(f: &File, mode: u32) -> bool {
+    without_set_id(mode) != mode & 0o7777
+        || rustix::fs::fgetxattr(f, "security.capability", &mut [0u8; 0]).is_ok()
 }
 
 /// Clear set-user-ID, set-group-ID where it marks an executable (not mandatory locking)
 /// and file capabilities, as the kernel does to a file an unprivileged user writes.
 pub(super) fn kill_suidgid(f: &File) -> io::Result<()> {
     let mode = f.metadata()?.mode();
-    let mut keep = mode & 0o7777 & !0o4000;
-    if mode & 0o2010 == 0o2010 {
-        keep &= !0o2000;
-    }
+    let keep = without_set_id(mode);
     if keep != mode & 0o7777 {
         f.set_permissions(fs::Permissions::from_mode(keep))?;
     }

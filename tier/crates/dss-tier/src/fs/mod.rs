@@ -2,13 +2,15 @@
 //! through the cache (`crate::core`).
 //!
 //! `tierfs` holds the filesystem's state, `filesystem` answers the FUSE requests,
-//! `nodes` is the inode table, `handles` the open handles, and `convert` turns HDD-side
-//! values into FUSE's.
+//! `nodes` is the inode table, `handles` the open handles, `passthrough` the backing
+//! files of handles the kernel serves itself, and `convert` turns HDD-side values into
+//! FUSE's.
 
 mod convert;
 mod filesystem;
 mod handles;
 mod nodes;
+mod passthrough;
 mod tierfs;
 
 pub use filesystem::{CONTENT_XATTR, STATS_XATTR};

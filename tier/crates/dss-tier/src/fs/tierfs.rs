@@ -2,12 +2,13 @@
 //! the kernel holds, and the cache its file data goes through.
 
 use super::convert::{errno, kind_of, time};
-use super::handles::{Handle, Handles, libc_o};
+use super::handles::{Handle, Handles, Io, has_privs, libc_o};
 use super::nodes::{Node, Nodes};
+use super::passthrough::Backings;
 use crate::control::Control;
 use crate::core::{Core, MetaKind};
 use crate::ioctl::Ioctls;
-use fuser::{Errno, FileAttr, FileType, Generation, INodeNo, ReplyEntry};
+use fuser::{BackingId, Errno, FileAttr, FileType, Generation, INodeNo, ReplyEntry};
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -32,6 +33,9 @@ pub struct TierFs {
     pub(super) direct_written: Mutex<HashSet<u64>>,
     /// The kernel takes ENOSYS from opendir as "no directory handles needed".
     pub(super) no_opendir: bool,
+    /// Kernel passthrough was asked for at mount (it is on once the kernel agrees).
+    pub(super) passthrough_wanted: bool,
+    pub(super) backings: Backings,
     pub(super) core: Arc<Core>,
     pub(super) ioctls: Ioctls,
     /// What `dss-tier flush`, `reset-counters` and `reload-policy` reach.
@@ -44,6 +48,7 @@ impl TierFs {
         core: Arc<Core>,
         ioctls: Ioctls,
         control: Control,
+        passthrough: bool,
     ) -> io::Result<TierFs> {
         let root_ino = fs::metadata(&root)?.ino();
         Ok(TierFs {
@@ -52,6 +57,8 @@ impl TierFs {
             handles: Handles::new(),
             direct_written: Mutex::new(HashSet::new()),
             no_opendir: false,
+            passthrough_wanted: passthrough,
+            backings: Backings::new(),
             core,
             ioctls,
             control,
@@ -181,6 +188,50 @@ impl TierFs {
     }
 
     /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
+    /// Register `file` (opened as `path`) as a handle of FUSE inode `ino`, `direct` if
+    /// its creator asked for it, in passthrough when the inode qualifies (see
+    /// `passthrough`): `register` hands the file to the kernel as a backing file.
+    pub(super) fn new_handle(
+        &self,
+        ino: u64,
+        path: &Path,
+        file: File,
+        direct: bool,
+        flags: i32,
+        register: impl FnOnce(&File) -> io::Result<BackingId>,
+    ) -> Result<(u64, Option<Arc<BackingId>>), Errno> {
+        let mut deciding = self.backings.deciding();
+        let mut backing = deciding.joined(ino);
+        if backing.is_none()
+            && self.backings.enabled()
+            && !self.handles.any_on(ino)
+            && self.core.hdd_only()
+        {
+            let md = file.metadata().map_err(errno)?;
+            // The kernel writes a backing file with the daemon's credentials, so a
+            // write by another user would keep set-ID bits and capabilities: such files
+            // go through the daemon, which drops them.
+            if !has_privs(&file, md.mode()) {
+                self.core
+                    .settle_on_hdd(Self::file_id(&md), md.size())
+                    .map_err(errno)?;
+                backing = deciding.start(ino, || register(&file));
+            }
+        }
+        let io = match &backing {
+            Some(_) => {
+                if flags & libc_o::O_ACCMODE != 0 {
+                    // Pages an earlier page-cached handle left may be stale now.
+                    self.direct_written.lock().unwrap().insert(ino);
+                }
+                Io::Passthrough
+            }
+            None if direct => Io::Direct,
+            None => Io::Cached,
+        };
+        Ok((self.handles.open(ino, path, file, io), backing))
+    }
+
     pub(super) fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
         if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
             let md = f.metadata().map_err(errno)?;
