@@ -39,9 +39,19 @@ BENCHES = {
     "tier": Bench(
         "swift_dss.bench.tier:run", "dss-tier mount / the same directory used directly", 3
     ),
+    "tier-passthrough": Bench(
+        "swift_dss.bench.tier:run_passthrough",
+        "dss-tier mount in mode hdd (passthrough, and through the daemon) / the directory",
+        3,
+    ),
     "saio-tier": Bench(
         "swift_dss.bench.saio_tier:run",
         "all-in-one Swift on dss-tier (mode ssd) / on a plain tmpfs directory",
+        15,
+    ),
+    "saio-tier-hdd": Bench(
+        "swift_dss.bench.saio_tier:run_hdd",
+        "all-in-one Swift on dss-tier (mode hdd, passthrough) / on a plain tmpfs directory",
         15,
     ),
     "loadgen": Bench(

@@ -1,14 +1,18 @@
 """dss-tier's data path against the directory it fronts, used directly.
 
 One mount (device models off, so only the software is measured) over an HDD directory;
-the baseline is that same directory without the tier. Rounds alternate between the two so
-that drift in the machine's load falls on both. Five workloads, as Swift's object servers
-produce them: 4 MiB sequential writes (ending with fsync, as a PUT does) and reads, and
-4 KiB random writes and reads inside one file, and the way a PUT lands a file (mkstemp in a
-temporary directory, a 4 KiB write, a rename into a hashed directory). Reads are warm on both
-sides: the file was just written, so the baseline reads from the page cache and the tier from
-its slab. The landed files stay, round after round, so that a cost growing with the number
-of files the mount has seen shows as a falling rate.
+the baseline is that same directory without the tier. `run_passthrough` mounts twice in
+mode hdd, once with kernel passthrough (the kernel serves file data from the HDD directory
+itself) and once with every I/O through the daemon, each against the same baseline. Rounds
+alternate the order so that drift in the machine's load falls on every side.
+
+Five workloads, as Swift's object servers produce them: 4 MiB sequential writes (ending
+with fsync, as a PUT does) and reads, 4 KiB random writes and reads inside one file, and
+the way a PUT lands a file (mkstemp in a temporary directory, a 4 KiB write, a rename into
+a hashed directory). Reads are warm on every side: the file was just written, so the
+baseline reads from the page cache and the tier from its slab (or, in passthrough, from
+the HDD directory's page cache). The landed files stay, round after round, so that a cost
+growing with the number of files the mount has seen shows as a falling rate.
 """
 
 from __future__ import annotations
@@ -109,46 +113,96 @@ WORKLOADS: dict[str, tuple[str, Callable[[Path, int], float]]] = {
 }
 
 
+#: The cache every arm mounts with; device models off, so only the software is measured.
+CACHE = {
+    "cache_size": "256MiB",
+    "policy": policy_path("reference"),
+    "ssd_model": "none",
+    "hdd_model": "none",
+}
+
+
 def run(out: Path, rounds: int = 5, progress: Callable[[str], None] = print) -> list[Figure]:
+    """The mount in the reference policy's mode (dss): every byte through the daemon."""
+    return compare({"": MountOptions(**CACHE)}, out, rounds, progress, goal_large=0.7)
+
+
+def run_passthrough(
+    out: Path, rounds: int = 5, progress: Callable[[str], None] = print
+) -> list[Figure]:
+    """The mount in mode hdd, where the kernel serves file data from the HDD directory
+    itself (passthrough), beside the same mount with every I/O through the daemon."""
+    arms = {
+        "passthrough": MountOptions(**CACHE, mode="hdd"),
+        "daemon": MountOptions(**CACHE, mode="hdd", extra=("--no-passthrough",)),
+    }
+    return compare(arms, out, rounds, progress, goal_large=0.9, goal_small=0.7)
+
+
+def compare(
+    arms: dict[str, MountOptions],
+    out: Path,
+    rounds: int,
+    progress: Callable[[str], None],
+    goal_large: float,
+    goal_small: float | None = None,
+) -> list[Figure]:
+    """Each arm's mount against the directory it fronts, rounds alternating the order.
+
+    Figures are named by workload, followed by the arm's name in parentheses when it has one.
+    """
     if not BIN.exists():
         raise RuntimeError(f"{BIN} is not built (make setup)")
-    ssd, hdd, mnt = out / "ssd", out / "hdd", out / "mnt"
-    options = MountOptions(
-        cache_size="256MiB", policy=policy_path("reference"), ssd_model="none", hdd_model="none"
-    )
-    tier = daemon.spawn(str(BIN), ssd, hdd, mnt, options, log=None)
+    mounts: dict[str, Path] = {}
+    spawned = []
     try:
-        try:
-            daemon.wait_mounted(tier)
-        except TierError:
-            raise RuntimeError("dss-tier did not mount") from None
-        (hdd / "native").mkdir(exist_ok=True)
-        targets = {"ours": mnt / "bench.dat", "baseline": hdd / "native" / "bench.dat"}
-        results: dict[str, dict[str, list[float]]] = {
-            w: {"ours": [], "baseline": []} for w in WORKLOADS
-        }
+        for i, (arm, options) in enumerate(arms.items()):
+            ssd, hdd, mnt = (out / f"{d}{i}" for d in ("ssd", "hdd", "mnt"))
+            tier = daemon.spawn(str(BIN), ssd, hdd, mnt, options, log=None)
+            spawned.append((tier, mnt))
+            try:
+                daemon.wait_mounted(tier)
+            except TierError:
+                raise RuntimeError(f"dss-tier did not mount ({arm or 'the mount'})") from None
+            mounts[arm] = mnt
+        # The baseline is the first arm's HDD directory, beside what that mount writes.
+        native = out / "hdd0" / "native"
+        native.mkdir(exist_ok=True)
+        targets = {"baseline": native / "bench.dat"}
+        targets |= {arm: mnt / "bench.dat" for arm, mnt in mounts.items()}
+        results = {w: {who: [] for who in targets} for w in WORKLOADS}
         for r in range(rounds):
-            order = ["ours", "baseline"] if r % 2 == 0 else ["baseline", "ours"]
+            order = list(targets) if r % 2 == 0 else list(reversed(targets))
             for name, (_unit, fn) in WORKLOADS.items():
                 for who in order:
                     results[name][who].append(fn(targets[who], r))
             progress(f"tier round {r + 1}/{rounds}")
+        # Goals are the first arm's; the others are there to compare with. Small random
+        # I/O has a floor only where the kernel serves it: through the daemon it pays a
+        # per-call cost the native path does not.
+        first = next(iter(arms))
         return [
             Figure(
-                name,
-                statistics.median(results[name]["ours"]),
+                f"{name} ({arm})" if arm else name,
+                statistics.median(results[name][arm]),
                 statistics.median(results[name]["baseline"]),
                 unit,
-                # The issue sets a floor for large transfers only; small random I/O through
-                # any FUSE mount pays a per-call cost the native path does not.
-                goal=0.7 if "4MiB" in name else None,
-                ci=ratio_ci(results[name]["ours"], results[name]["baseline"]),
+                goal=None
+                if arm != first
+                else goal_large
+                if "4MiB" in name
+                else goal_small
+                if "rand" in name
+                else None,
+                ci=ratio_ci(results[name][arm], results[name]["baseline"]),
             )
+            for arm in arms
             for name, (unit, _fn) in WORKLOADS.items()
         ]
     finally:
-        if mounted(mnt):
-            with contextlib.suppress(TierError):
-                daemon.clean_umount(mnt, binary=BIN)
-        daemon.stop(tier, timeout=120)
+        for tier, mnt in spawned:
+            if mounted(mnt):
+                with contextlib.suppress(TierError):
+                    daemon.clean_umount(mnt, binary=BIN)
+            daemon.stop(tier, timeout=120)
         daemon.reap()
