@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from swift_dss.bench.engine import parse
+from swift_dss.bench.engine import parse, parse_memory
 
 OUTPUT = """\
 engine dss 1.123 M decisions/s, cpu 2.985 M decisions/s (2000000 operations, read hit ratio 0.053)
@@ -24,3 +24,17 @@ def test_parse_reads_every_policy_and_the_baseline() -> None:
 def test_parse_refuses_output_without_figures(text: str) -> None:
     with pytest.raises(RuntimeError):
         parse(text)
+
+
+def test_parse_memory_reads_every_policy_and_the_baseline() -> None:
+    text = OUTPUT + (
+        "memory dss 48.07 bytes/entry (12601288 bytes, 262144 entries)\n"
+        "memory dss-clockpro 108.07 bytes/entry (28329928 bytes, 262144 entries)\n"
+        "baseline memory 75.00 bytes/entry (19660952 bytes, 262144 entries)\n"
+    )
+    memory, baseline = parse_memory(text)
+    assert memory == {"dss": 48.07, "dss-clockpro": 108.07}
+    assert baseline == 75.0
+    # The memory lines leave the decision figures as they were.
+    assert parse(text) == parse(OUTPUT)
+    assert parse_memory(OUTPUT) == ({}, None)

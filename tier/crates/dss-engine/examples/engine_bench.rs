@@ -5,7 +5,10 @@
 //! [POLICY...]]` (default: every policy, in the order of `POLICIES`). Prints one
 //! `engine <policy> <M/s>` line per policy and a `baseline <M/s>` line: decisions per
 //! second of wall time, then per CPU-second of this thread, which other load on the
-//! machine disturbs far less.
+//! machine disturbs far less. After each engine line, a `memory <policy> <bytes>
+//! bytes/entry` line: what the cache's structures hold (`Cache::memory_bytes`: entries,
+//! block map, clock, filter) per cache entry; after the baseline line, a `baseline memory`
+//! line with the same for the plain LRU.
 
 use dss_engine::cache::BlockHasher;
 use dss_engine::cache::Config;
@@ -113,6 +116,19 @@ impl Lru {
         self.push_tail(s);
         s
     }
+
+    /// Bytes the structures hold, as allocated. The standard map does not tell its bucket
+    /// count: it is derived from its capacity by hashbrown's rule (7/8 of a power of two
+    /// full at most), each bucket a (key, slot) pair and a control byte.
+    fn memory_bytes(&self) -> usize {
+        let buckets = (self.map.capacity() * 8 / 7).next_power_of_two();
+        let n = self.keys.capacity();
+        std::mem::size_of::<Lru>()
+            + buckets * (std::mem::size_of::<(BlockKey, u32)>() + 1)
+            + n * std::mem::size_of::<BlockKey>()
+            + (self.prev.capacity() + self.next.capacity()) * std::mem::size_of::<u32>()
+            + self.dirty.capacity() * std::mem::size_of::<bool>()
+    }
 }
 
 /// CPU seconds this thread has used (user and system), from /proc: the standard library
@@ -172,9 +188,9 @@ const POLICIES: [(&str, &str); 8] = [
     ),
 ];
 
-/// One engine run over the stream; returns M decisions per wall and per CPU-second and
-/// the read hit ratio.
-fn run_engine(text: &str, ops: u64) -> ((f64, f64), f64, Config) {
+/// One engine run over the stream; returns M decisions per wall and per CPU-second, the
+/// read hit ratio, the geometry and the bytes the cache holds at the end.
+fn run_engine(text: &str, ops: u64) -> ((f64, f64), f64, Config, usize) {
     let policy = Policy::parse(text).expect("shipped policy").resolve(None);
     let cfg = policy.cache_config(1 << 30);
     let mut cache = Cache::new(&policy, cfg);
@@ -202,7 +218,8 @@ fn run_engine(text: &str, ops: u64) -> ((f64, f64), f64, Config) {
     }
     let rate = rates(ops, start, cpu0);
     cache.check().expect("consistent after the run");
-    (rate, hits as f64 / reads.max(1) as f64, cfg)
+    let bytes = cache.memory_bytes();
+    (rate, hits as f64 / reads.max(1) as f64, cfg, bytes)
 }
 
 fn main() {
@@ -219,12 +236,13 @@ fn main() {
         if !chosen.is_empty() && !chosen.iter().any(|c| c == name) {
             continue;
         }
-        let ((wall, cpu), hit_ratio, cfg) = run_engine(text, ops);
+        let ((wall, cpu), hit_ratio, cfg, bytes) = run_engine(text, ops);
         entries = cfg.entries;
         println!(
             "engine {name} {wall:.3} M decisions/s, cpu {cpu:.3} M decisions/s \
              ({ops} operations, read hit ratio {hit_ratio:.3})"
         );
+        println!("{}", memory_line(&format!("memory {name}"), bytes, entries));
     }
 
     let mut lru = Lru::new(entries);
@@ -239,4 +257,14 @@ fn main() {
          (plain LRU; {} write-backs, {sink})",
         lru.written_back
     );
+    println!(
+        "{}",
+        memory_line("baseline memory", lru.memory_bytes(), entries)
+    );
+}
+
+/// `<what> <bytes per entry> bytes/entry (<bytes> bytes, <entries> entries)`.
+fn memory_line(what: &str, bytes: usize, entries: u32) -> String {
+    let per = bytes as f64 / f64::from(entries.max(1));
+    format!("{what} {per:.2} bytes/entry ({bytes} bytes, {entries} entries)")
 }

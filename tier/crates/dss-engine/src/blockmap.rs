@@ -43,6 +43,11 @@ impl BlockMap {
         self.len == 0
     }
 
+    /// Bytes the map holds: its buckets, as allocated.
+    pub fn memory_bytes(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<u64>()
+    }
+
     fn mask(&self) -> usize {
         self.buckets.len() - 1
     }

@@ -163,6 +163,24 @@ impl Cache {
         self.lists.len(FREE_LIST) + self.clock.as_ref().map_or(0, ClockPro::cold_resident)
     }
 
+    /// Bytes the cache's structures hold, as allocated: the entries, the block map's
+    /// buckets, the lists' heads, the counters, the clock (`clock-pro`), the filter
+    /// (`second-miss`) and the change log. Divided by `config().entries`, the memory
+    /// each entry costs.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Cache>()
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.map.memory_bytes()
+            + self.lists.memory_bytes()
+            + self.stats.capacity() * std::mem::size_of::<ClassCounters>()
+            + self.clock.as_ref().map_or(0, ClockPro::memory_bytes)
+            + self.ghosts.as_ref().map_or(0, Ghosts::memory_bytes)
+            + self
+                .changes
+                .as_ref()
+                .map_or(0, |c| c.capacity() * std::mem::size_of::<u32>())
+    }
+
     pub fn dirty_entries(&self) -> u32 {
         self.lists.dirty_len()
     }

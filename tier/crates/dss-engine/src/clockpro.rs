@@ -141,6 +141,15 @@ impl ClockPro {
         }
     }
 
+    /// Bytes the clock holds: a node per slot and per non-resident entry, the
+    /// non-resident keys, their block map and the pool of spare nodes, as allocated.
+    pub fn memory_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.keys.capacity() * std::mem::size_of::<BlockKey>()
+            + self.nonresident.memory_bytes()
+            + self.spare.capacity() * std::mem::size_of::<u32>()
+    }
+
     /// Resident cold blocks: what allocations reuse before a hot block is demoted. The
     /// watermarks count these (with the empty entries).
     #[inline]

@@ -110,6 +110,11 @@ impl Lists {
         self.lists[list as usize].head
     }
 
+    /// Bytes of the list heads (the entries are the cache's).
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.lists.capacity() * std::mem::size_of::<List>()
+    }
+
     /// Entries on the dirty lists.
     pub(super) fn dirty_len(&self) -> u32 {
         self.lists[..CLASSES].iter().map(|l| l.len).sum()
