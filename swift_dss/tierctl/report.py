@@ -168,6 +168,28 @@ class TierContent:
         return {k: v for k, v in self.raw.items() if k != "extents"}
 
 
+def control(
+    command: str,
+    mountpoint: str | Path,
+    binary: str | Path | None = None,
+    timeout: float = REPORT_TIMEOUT,
+) -> str:
+    """Run `dss-tier COMMAND MOUNTPOINT` (flush, reset-counters, drop-caches, ...): the
+    line it printed; TierError with its reason if it failed."""
+    what = f"dss-tier {command} of {mountpoint}"
+    try:
+        proc = subprocess.run(
+            [resolve(binary), command, str(mountpoint)],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise TierError(f"{what} got no answer within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        reason = (proc.stderr or proc.stdout).strip().splitlines()
+        raise TierError(f"{what} failed: {reason[-1] if reason else f'exit {proc.returncode}'}")
+    return proc.stdout.strip()
+
+
 def run_json(
     command: str,
     mountpoint: str | Path,

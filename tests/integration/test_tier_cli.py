@@ -99,6 +99,7 @@ def built() -> None:
         ["list", "--help"],
         ["flush", "--help"],
         ["reset-counters", "--help"],
+        ["drop-caches", "--help"],
         ["reload-policy", "--help"],
         ["fsck", "--help"],
     ],
@@ -222,6 +223,30 @@ def test_reset_counters_zeroes_activity_and_keeps_content(make_tier: MakeTier) -
     assert tier.stats()["devices"]["ssd"]["write_ops"] > 0
 
 
+def test_drop_caches_makes_the_next_read_pay_the_modelled_disk(make_tier: MakeTier) -> None:  # noqa: F811
+    tier = make_tier()
+    tier.mount(mode="hdd", extra=("--hdd-model", "st1000nm0011:pagecache=64MiB"))
+    body = write(tier.mnt / "f", 2 * MIB)
+
+    def cold_read() -> int:
+        """HDD bytes read by a cold read of the file through the mount."""
+        before = tier.stats()["devices"]["hdd"]["read_bytes"]
+        # The mount's own page cache goes first, so that the read reaches the tier.
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        assert (tier.mnt / "f").read_bytes() == body
+        return tier.stats()["devices"]["hdd"]["read_bytes"] - before
+
+    assert cold_read() < MIB, "the model's page cache still holds what was written"
+    said = ok("drop-caches", tier.mnt)
+    assert said.startswith(f"{tier.mnt}: model page cache dropped: "), said
+    assert int(said.split()[-2]) >= 2 * MIB, "the file's pages and the metadata's"
+    assert tier.stats()["devices"]["hdd"]["write_bytes"] >= 2 * MIB, "written back first"
+    assert cold_read() >= 2 * MIB, "now the read pays the disk"
+    plain = make_tier("plain")
+    plain.mount()
+    assert ok("drop-caches", plain.mnt) == f"{plain.mnt}: no model page cache to drop\n"
+
+
 def test_reload_policy(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
     tier = mounted_tier(make_tier)
     kept = write(tier.mnt / "kept", 64 * 1024)
@@ -307,7 +332,7 @@ def test_control_is_root_only(open_base: Path, tiers: list[Tier]) -> None:  # no
     shutil.copy(BIN, binary)
     binary.chmod(0o755)
     write(tier.mnt / "f", 8192)
-    for command in (["flush"], ["reset-counters"], ["reload-policy"]):
+    for command in (["flush"], ["reset-counters"], ["drop-caches"], ["reload-policy"]):
         proc = subprocess.run(
             [str(binary), *command, str(tier.mnt)],
             capture_output=True, text=True, timeout=60, check=False,

@@ -473,6 +473,16 @@ impl Device {
         }
     }
 
+    /// Write the page cache's dirty pages back and empty it, at `now`: returns when the
+    /// write-back completes (`now` without a page cache).
+    pub fn drop_caches(&mut self, now: u64) -> u64 {
+        let k = self.dilation;
+        match &mut self.pagecache {
+            Some(pc) => pc.drop_caches(&mut self.queue, now / k).saturating_mul(k),
+            None => now,
+        }
+    }
+
     /// Let the page cache's flusher run the wake-ups due by `now`.
     pub fn advance(&mut self, now: u64) {
         let k = self.dilation;

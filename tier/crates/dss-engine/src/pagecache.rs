@@ -215,6 +215,18 @@ impl PageCache {
         commit
     }
 
+    /// `sync` and `echo 3 > /proc/sys/vm/drop_caches` at `now`: every dirty page is
+    /// written back in one sweep, then every page dropped, so that the next read of any
+    /// data pays the disk. Returns when the write-back completes.
+    pub fn drop_caches(&mut self, disk: &mut dyn Disk, now: u64) -> u64 {
+        self.advance(disk, now);
+        let dirty: Vec<u64> = self.dirty.iter().map(|&(_, p)| p).collect();
+        let done = self.write_back(disk, now, dirty);
+        self.pages.clear();
+        self.clean.clear();
+        done
+    }
+
     /// Run the flusher's wake-ups due by `now`, each at its own time.
     pub fn advance(&mut self, disk: &mut dyn Disk, now: u64) {
         let interval = self.cfg.writeback_ns.max(1);

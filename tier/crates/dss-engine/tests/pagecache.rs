@@ -277,3 +277,28 @@ fn profile_strings() {
         assert!(e.contains(says), "{bad}: {e}");
     }
 }
+
+#[test]
+fn dropping_the_caches_writes_dirty_pages_back_then_every_read_pays_the_disk() {
+    let mut d = device(CACHED);
+    d.access(0, Op::Write, 1, 1 << 30, 1 << 20);
+    d.access(0, Op::Write, 2, 2 << 30, 64 << 10);
+    let read_back = d.access(1, Op::Read, 1, 1 << 30, 1 << 20);
+    assert_eq!(read_back, 1, "cached before");
+    let done = d.drop_caches(10);
+    let s = d.stats();
+    assert_eq!(s.write_bytes, (1 << 20) + (64 << 10), "both files' pages written back");
+    assert_eq!(s.write_ops, 2, "one run per file, in one sweep");
+    assert!(done > 10);
+    assert_eq!(d.pagecache().unwrap().cached_bytes(), 0);
+    let again = d.access(done, Op::Read, 1, 1 << 30, 1 << 20);
+    assert!(again > done, "the read reaches the disk");
+    assert_eq!(d.stats().read_ops, 1);
+    // Nothing dirty and nothing cached: a second drop costs nothing but empties it again.
+    let t = again + 1;
+    assert_eq!(d.drop_caches(t), t);
+    assert!(d.access(t, Op::Read, 1, 1 << 30, 1 << 20) > t);
+    // Without a page cache there is nothing to drop.
+    let mut plain = device("st1000nm0011");
+    assert_eq!(plain.drop_caches(5), 5);
+}

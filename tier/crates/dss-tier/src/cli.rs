@@ -41,6 +41,10 @@ pub enum Command {
     /// Zero a mount's activity counters: hits, misses, bypassed, evicted, written back
     /// and the device counters (root only)
     ResetCounters(Target),
+    /// Write back and empty the device models' page caches (`pagecache=`), as
+    /// `echo 3 > /proc/sys/vm/drop_caches` does to a real disk's; the SSD cache stays
+    /// (root only)
+    DropCaches(Target),
     /// Read the mount's policy file again, or another one, while mounted; a file that
     /// does not parse or that changes the cache's shape is refused and the policy in
     /// force stays (root only)

@@ -27,6 +27,8 @@ pub enum Request {
     Flush,
     /// Zero the activity counters.
     ResetCounters,
+    /// Write back and empty the device models' page caches.
+    DropCaches,
     /// Read the policy file again: the mount's own, or this one (which then becomes the
     /// mount's).
     ReloadPolicy(Option<PathBuf>),
@@ -37,6 +39,7 @@ impl Request {
         match self {
             Request::Flush => b"flush".to_vec(),
             Request::ResetCounters => b"reset-counters".to_vec(),
+            Request::DropCaches => b"drop-caches".to_vec(),
             Request::ReloadPolicy(None) => b"reload-policy".to_vec(),
             Request::ReloadPolicy(Some(p)) => {
                 let mut v = b"reload-policy ".to_vec();
@@ -51,6 +54,7 @@ impl Request {
         Ok(match text.split_once(' ') {
             None if text == "flush" => Request::Flush,
             None if text == "reset-counters" => Request::ResetCounters,
+            None if text == "drop-caches" => Request::DropCaches,
             None if text == "reload-policy" => Request::ReloadPolicy(None),
             Some(("reload-policy", path)) if Path::new(path).is_absolute() => {
                 Request::ReloadPolicy(Some(PathBuf::from(path)))
@@ -164,6 +168,14 @@ impl Control {
                 live.device_base = core.stats().devices;
                 Ok("counters reset".into())
             }
+            Request::DropCaches => {
+                let dropped = core.drop_model_caches();
+                Ok(if dropped > 0 {
+                    format!("model page cache dropped: {dropped} bytes")
+                } else {
+                    "no model page cache to drop".into()
+                })
+            }
             Request::ReloadPolicy(path) => self.reload(core, path),
         }
     }
@@ -248,6 +260,7 @@ mod tests {
         for r in [
             Request::Flush,
             Request::ResetCounters,
+            Request::DropCaches,
             Request::ReloadPolicy(None),
             Request::ReloadPolicy(Some("/etc/dss/p q.toml".into())),
         ] {

@@ -520,6 +520,7 @@ fn main() -> ExitCode {
         Command::List(a) => list(a),
         Command::Flush(t) => control(&t.mountpoint, Request::Flush),
         Command::ResetCounters(t) => control(&t.mountpoint, Request::ResetCounters),
+        Command::DropCaches(t) => control(&t.mountpoint, Request::DropCaches),
         Command::ReloadPolicy(a) => reload_policy(a),
         Command::Fsck(a) => match fsck_cmd(a) {
             Ok(true) => Ok(()),

@@ -26,6 +26,23 @@ impl Core {
         }
     }
 
+    /// What `sync; echo 3 > /proc/sys/vm/drop_caches` does to a real disk's page cache,
+    /// done to the modelled ones: dirty pages written back (charged, and waited for),
+    /// then every page dropped, so that the next access of any data pays the device.
+    /// Returns the bytes the page caches held. The SSD cache itself stays as it is.
+    pub fn drop_model_caches(&self) -> u64 {
+        let mut g = self.inner.lock().unwrap();
+        let held = [&g.ssd, &g.hdd]
+            .iter()
+            .filter_map(|d| d.pagecache().map(|pc| pc.cached_bytes()))
+            .sum();
+        let now = self.now();
+        let done = g.ssd.drop_caches(now).max(g.hdd.drop_caches(now));
+        drop(g);
+        self.wait_until(done);
+        held
+    }
+
     /// Zero the per-class activity counters (the cached-bytes gauges stay).
     pub fn reset_counters(&self) {
         self.inner.lock().unwrap().cache.reset_counters();
