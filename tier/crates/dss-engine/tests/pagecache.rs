@@ -287,7 +287,11 @@ fn dropping_the_caches_writes_dirty_pages_back_then_every_read_pays_the_disk() {
     assert_eq!(read_back, 1, "cached before");
     let done = d.drop_caches(10);
     let s = d.stats();
-    assert_eq!(s.write_bytes, (1 << 20) + (64 << 10), "both files' pages written back");
+    assert_eq!(
+        s.write_bytes,
+        (1 << 20) + (64 << 10),
+        "both files' pages written back"
+    );
     assert_eq!(s.write_ops, 2, "one run per file, in one sweep");
     assert!(done > 10);
     assert_eq!(d.pagecache().unwrap().cached_bytes(), 0);
