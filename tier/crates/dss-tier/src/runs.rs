@@ -42,17 +42,19 @@ impl Run {
     }
 }
 
-/// Read misses the engine wants cached, on consecutive blocks of one file bound for
-/// consecutive slots: one HDD read and one slab write carry them all. The request wants
-/// `len` bytes of them at `buf`, starting `within` the first block.
+/// Read misses the engine wants cached, on consecutive blocks of one file: one HDD read
+/// carries them all, whatever slots they are bound for (the HDD's order is the file's,
+/// and a read split by slot would pay the disk's positioning once per piece); the slab
+/// writes go in runs of consecutive slots (`slot_runs`). The request wants `len` bytes
+/// of them at `buf`, starting `within` the first block.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FillRun {
     pub index: u64,
-    pub slot: u32,
     pub within: u64,
     pub buf: usize,
     pub len: usize,
-    /// The engine's version of each block's fill, in block order.
+    /// Each block's slot and the engine's version of its fill, in block order.
+    pub slots: Vec<u32>,
     pub versions: Vec<u32>,
 }
 
@@ -74,23 +76,34 @@ impl FillRun {
         if k == 0 {
             *self = FillRun {
                 index,
-                slot,
                 within,
                 buf,
                 len,
+                slots: vec![slot],
                 versions: vec![version],
             };
             return true;
         }
-        let next = self.index + k as u64 == index
-            && u64::from(self.slot) + k as u64 == u64::from(slot)
-            && self.buf + self.len == buf
-            && within == 0;
+        let next = self.index + k as u64 == index && self.buf + self.len == buf && within == 0;
         if next {
+            self.slots.push(slot);
             self.versions.push(version);
             self.len += len;
         }
         next
+    }
+
+    /// The run's blocks as (first block's position in the run, first slot, blocks):
+    /// consecutive slots together.
+    pub fn slot_runs(&self) -> Vec<(usize, u32, usize)> {
+        let mut out: Vec<(usize, u32, usize)> = Vec::new();
+        for (i, &slot) in self.slots.iter().enumerate() {
+            match out.last_mut() {
+                Some((_, first, n)) if u64::from(*first) + *n as u64 == u64::from(slot) => *n += 1,
+                _ => out.push((i, slot, 1)),
+            }
+        }
+        out
     }
 
     /// Take the run out, leaving an empty one.
@@ -104,26 +117,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fills_merge_only_on_the_next_block_and_the_next_slot() {
+    fn fills_merge_on_the_next_block_whatever_its_slot() {
         let mut r = FillRun::default();
         assert!(r.is_empty());
         // A read starting 100 bytes into block 7, bound for slot 3.
         assert!(r.extend(7, 3, 1, (100, 0, 3996)));
         assert!(r.extend(8, 4, 9, (0, 3996, 4096)));
-        assert_eq!(
-            (r.index, r.slot, r.within, r.buf, r.len),
-            (7, 3, 100, 0, 8092)
-        );
+        assert_eq!((r.index, r.within, r.buf, r.len), (7, 100, 0, 8092));
         assert_eq!(r.versions, [1, 9]);
-        assert!(!r.extend(9, 6, 2, (0, 8092, 4096)), "a slot skipped");
-        assert!(!r.extend(10, 5, 2, (0, 8092, 4096)), "a block skipped");
         assert!(
-            !r.extend(9, 5, 2, (0, 9000, 4096)),
+            r.extend(9, 40, 2, (0, 8092, 4096)),
+            "another slot: one HDD read still"
+        );
+        assert!(!r.extend(11, 41, 2, (0, 12188, 4096)), "a block skipped");
+        assert!(
+            !r.extend(10, 41, 2, (0, 9000, 4096)),
             "not next in the buffer"
         );
-        assert!(r.extend(9, 5, 2, (0, 8092, 1)));
-        assert_eq!(r.take().versions, [1, 9, 2]);
+        assert!(r.extend(10, 41, 5, (0, 12188, 1)));
+        assert!(r.extend(11, 7, 6, (0, 12189, 4096)));
+        assert_eq!(r.slots, [3, 4, 40, 41, 7]);
+        // Slab writes: slots 3-4, 40-41, 7.
+        assert_eq!(r.slot_runs(), [(0, 3, 2), (2, 40, 2), (4, 7, 1)]);
+        assert_eq!(r.take().versions, [1, 9, 2, 5, 6]);
         assert!(r.is_empty());
+        assert!(r.slot_runs().is_empty());
     }
 
     #[test]

@@ -126,7 +126,8 @@ impl Core {
 
     /// Read misses the engine wants cached: read their whole blocks from the HDD with
     /// one call, serve the requested bytes into `out` and copy the blocks into their
-    /// slots with one call. A failed fill leaves its blocks uncached.
+    /// slots, one call per run of consecutive slots. A failed fill leaves its blocks
+    /// uncached.
     fn fill(
         &self,
         inner: &mut Inner,
@@ -148,18 +149,22 @@ impl Core {
             run.index * self.bs,
             IoBuf::Read(&mut blocks),
         );
-        let ok = match &read {
-            Ok((got, _)) => {
-                blocks[*got..].fill(0);
-                out[run.buf..][..run.len]
-                    .copy_from_slice(&blocks[run.within as usize..][..run.len]);
-                self.ssd_io(inner, Op::Write, run.slot, 0, IoBuf::Write(&blocks))
+        let mut filled = vec![false; run.versions.len()];
+        if let Ok((got, _)) = &read {
+            blocks[*got..].fill(0);
+            out[run.buf..][..run.len].copy_from_slice(&blocks[run.within as usize..][..run.len]);
+            for (at, slot, n) in run.slot_runs() {
+                let src = &blocks[at * bs..][..n * bs];
+                if self
+                    .ssd_io(inner, Op::Write, slot, 0, IoBuf::Write(src))
                     .is_ok()
+                {
+                    filled[at..at + n].fill(true);
+                }
             }
-            Err(_) => false,
-        };
-        for (i, &version) in run.versions.iter().enumerate() {
-            inner.cache.fill_done(run.slot + i as u32, version, ok);
+        }
+        for ((&slot, &version), ok) in run.slots.iter().zip(&run.versions).zip(filled) {
+            inner.cache.fill_done(slot, version, ok);
         }
         read.map(|(_, t)| t)
     }

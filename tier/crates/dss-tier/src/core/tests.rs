@@ -234,6 +234,47 @@ fn read_fills_of_adjacent_blocks_move_in_one_call_each_way() {
 }
 
 #[test]
+fn a_fill_reads_the_hdd_once_however_scattered_its_slots() {
+    use std::os::unix::fs::FileExt;
+    let d = Dirs::new("scattered-fills");
+    // Sixteen slots: two files read block by block in turn fill them alternately.
+    let (core, _) = d.open(16 * 4096, Mode::Dss);
+    let ((a, ino_a), (b, _), (c, _)) = (d.file("a"), d.file("b"), d.file("c"));
+    for (f, seed) in [(&a, 1), (&b, 2)] {
+        f.write_all_at(&pattern(8 * 4096, seed), 0).unwrap();
+    }
+    for i in 0..8u64 {
+        core.read(&a, 24, i * 4096, 4096).unwrap();
+        core.read(&b, 24, i * 4096, 4096).unwrap();
+    }
+    // a's blocks go: every other slot is free.
+    core.discard_file(ino_a, 8 * 4096);
+    let data = pattern(8 * 4096, 3);
+    c.write_all_at(&data, 0).unwrap();
+    let (h0, s0) = (dev_ops(&core, "hdd"), dev_ops(&core, "ssd"));
+    assert_eq!(core.read(&c, 24, 0, data.len()).unwrap(), data);
+    assert_eq!(
+        dev_ops(&core, "hdd").0 - h0.0,
+        1,
+        "one HDD read for 8 blocks"
+    );
+    assert_eq!(
+        dev_ops(&core, "ssd").1 - s0.1,
+        8,
+        "a slab write per scattered slot"
+    );
+    assert_eq!(core.stats().classes["24"].cached_bytes, 16 * 4096);
+    // Every block landed in its own slot: c and b read back from the slab alone.
+    let h1 = dev_ops(&core, "hdd");
+    assert_eq!(core.read(&c, 24, 0, data.len()).unwrap(), data);
+    assert_eq!(
+        core.read(&b, 24, 0, 8 * 4096).unwrap(),
+        pattern(8 * 4096, 2)
+    );
+    assert_eq!(dev_ops(&core, "hdd"), h1);
+}
+
+#[test]
 fn unaligned_writes_keep_the_bytes_around_them() {
     let d = Dirs::new("unaligned");
     let (f, ino) = d.file("a");
