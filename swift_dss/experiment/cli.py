@@ -296,3 +296,55 @@ def sweep(out: Path, cases: tuple[str, ...], sweep_args: tuple[str, ...]) -> Non
             best_cell = f"{b['size_label']} x {b['parallelism']}"
             click.echo(f"{name} {op}: best {best_cell}: {b['mbps']:.2f} MB/s")
     click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
+
+
+@experiment.command(
+    help="The DSS paper's own evaluation on dss-tier: file server (+ find, tar, scan) and "
+    "e-mail server, in HDD only, LRU, DSS and SSD only, device models on."
+)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/fs"))
+@click.option("--workloads", default="sfs,email", show_default=True, help="Comma-separated.")
+@click.option("--configs", default="hdd,lru,dss,ssd", show_default=True, help="Comma-separated.")
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Multiplies the pools and transaction counts (default: 1/500 of the paper's file "
+    "server, 1/1000 of its e-mail server).",
+)
+@click.option(
+    "--cache-pct",
+    type=click.FloatRange(0, 100, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Cache size, percent of the pool.",
+)
+@click.option("--threads", type=click.IntRange(1, 256), default=8, show_default=True)
+def fs(
+    out: Path, workloads: str, configs: str, scale: float, cache_pct: float, threads: int
+) -> None:
+    from rich.console import Console
+
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.fs import FsOptions, run_fs
+    from swift_dss.experiment.fs_report import print_fs
+
+    def names(text: str) -> tuple[str, ...]:
+        return tuple(n.strip() for n in text.split(",") if n.strip())
+
+    opts = FsOptions(
+        workloads=names(workloads),
+        configs=names(configs),
+        scale=scale,
+        cache_pct=cache_pct,
+        threads=threads,
+    )
+    try:
+        summary = run_fs(out, opts, Console(stderr=True))
+    except ExperimentError as err:
+        raise click.ClickException(str(err)) from err
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted") from None
+    print_fs(summary, Console())
+    click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
