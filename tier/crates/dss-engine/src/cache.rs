@@ -68,6 +68,8 @@ pub struct Cache {
     protected_cap: u32,
     /// `clock-pro`: the clock that orders the clean entries.
     clock: Option<ClockPro>,
+    /// Dirty neighbours a write-back victim takes along (`writeback_cluster`).
+    cluster: u32,
     block_size: u32,
     entries: Vec<Entry>,
     lists: Lists,
@@ -107,6 +109,7 @@ impl Cache {
                 0
             },
             clock: (policy.base_list == BaseList::ClockPro).then(|| ClockPro::new(n, cfg.high)),
+            cluster: policy.writeback_cluster,
             block_size: policy.block_size,
             entries,
             lists,

@@ -282,6 +282,9 @@ impl Classify {
     }
 }
 
+/// The most neighbours a write-back victim takes along (`writeback_cluster`).
+pub const MAX_WRITEBACK_CLUSTER: u32 = 4096;
+
 /// A policy file as written.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -303,6 +306,11 @@ pub struct Policy {
     /// `slru`: the protected segment's share of the cache at most.
     #[serde(default = "default_protected_fraction")]
     pub protected_fraction: f64,
+    /// Write-back by file: each victim the syncer picks under pressure takes along up to
+    /// this many dirty blocks of its file and class that follow or precede it, so that
+    /// the HDD gets a file's blocks in one run. 0 (the default) is the paper's syncer.
+    #[serde(default)]
+    pub writeback_cluster: u32,
     pub default_priority: u8,
     #[serde(default = "default_tier")]
     pub default_tier: Tier,
@@ -351,6 +359,12 @@ impl Policy {
         let f = self.protected_fraction;
         if !(f > 0.0 && f < 1.0) {
             return err(format!("protected_fraction {f} must be in (0, 1)"));
+        }
+        if self.writeback_cluster > MAX_WRITEBACK_CLUSTER {
+            return err(format!(
+                "writeback_cluster {} must be at most {MAX_WRITEBACK_CLUSTER} blocks",
+                self.writeback_cluster
+            ));
         }
         let mut seen = [false; CLASSES];
         for rule in &self.classes {
@@ -411,6 +425,7 @@ impl Policy {
             read_allocate: self.read_allocate,
             base_list: self.base_list,
             protected_fraction: self.protected_fraction,
+            writeback_cluster: self.writeback_cluster,
             classes,
         }
     }
@@ -434,6 +449,7 @@ pub struct Resolved {
     pub read_allocate: ReadAllocate,
     pub base_list: BaseList,
     pub protected_fraction: f64,
+    pub writeback_cluster: u32,
     pub classes: [ClassPolicy; CLASSES],
 }
 

@@ -375,3 +375,99 @@ fn clock_pro_hits_on_a_loop_just_larger_than_the_cache_where_lru_does_not() {
     assert_eq!(lru, 0);
     assert!(clock_pro > lru, "lru {lru} clock-pro {clock_pro}");
 }
+
+/// Two files written block by block in turn (class 2), until pressure starts: the keys
+/// of the syncer's victims, in the order it picks them.
+fn victims_of_interleaved_files(options: &str) -> Vec<BlockKey> {
+    let mut c = cache(options, Mode::Dss, 100);
+    for i in 0..46 {
+        for file in [7, 8] {
+            assert!(matches!(
+                c.write(k(file, i), 2, 4096),
+                WriteOutcome::Ssd { .. }
+            ));
+        }
+    }
+    assert!(c.syncer_active());
+    let mut v = Vec::new();
+    c.pick_victims(&mut v, usize::MAX);
+    c.check().unwrap();
+    v.iter().map(|v| v.key).collect()
+}
+
+#[test]
+fn write_back_by_file_takes_a_victims_dirty_neighbours_along() {
+    // The paper's syncer: least recently written first, the two files alternating.
+    let plain = victims_of_interleaved_files("");
+    assert_eq!(plain[..4], [k(7, 0), k(8, 0), k(7, 1), k(8, 1)]);
+    // Clustered: the oldest block brings the next 8 of its file, then the other file's.
+    let clustered = victims_of_interleaved_files("writeback_cluster = 8");
+    let want: Vec<BlockKey> = (0..9)
+        .map(|i| k(7, i))
+        .chain((0..9).map(|i| k(8, i)))
+        .collect();
+    assert_eq!(clustered[..18], want[..]);
+    // Both stop where pressure ends: as many blocks in flight either way, give or take
+    // the last cluster.
+    assert!(clustered.len() >= plain.len() && clustered.len() < plain.len() + 9);
+}
+
+#[test]
+fn write_back_by_file_stays_within_the_class_and_before_the_victim_too() {
+    let mut c = cache("writeback_cluster = 16", Mode::Dss, 100);
+    // Blocks 0-2 of file 7 in class 1 (priority 0), 3-9 in class 2; then filler.
+    for i in 0..10 {
+        c.write(k(7, i), if i < 3 { 1 } else { 2 }, 4096);
+    }
+    for i in 0..85 {
+        c.write(k(9, i), 2, 4096);
+    }
+    let mut v = Vec::new();
+    c.pick_victims(&mut v, usize::MAX);
+    c.check().unwrap();
+    let keys: Vec<BlockKey> = v.iter().map(|v| v.key).collect();
+    // Class 2's oldest is file 7's block 3: it takes 4-9 after it, and nothing before
+    // (block 2 is class 1, a higher priority, cleaned only after every lower one).
+    assert_eq!(keys[..7], (3..10).map(|i| k(7, i)).collect::<Vec<_>>()[..]);
+    assert!(!keys.contains(&k(7, 2)));
+    // Backwards: a victim in the middle of a file takes its predecessors too.
+    let mut c = cache("writeback_cluster = 4", Mode::Dss, 100);
+    for i in [5, 4, 3, 2, 1, 0, 6, 7] {
+        c.write(k(7, i), 2, 4096);
+    }
+    for i in 0..90 {
+        c.write(k(9, i), 2, 4096);
+    }
+    let mut v = Vec::new();
+    c.pick_victims(&mut v, usize::MAX);
+    let keys: Vec<BlockKey> = v.iter().map(|v| v.key).collect();
+    // Block 5 is the oldest: 6 and 7 after it, then 4 and 3 before it (4 in all).
+    assert_eq!(keys[..5], [k(7, 5), k(7, 6), k(7, 7), k(7, 4), k(7, 3)]);
+}
+
+#[test]
+fn write_back_cluster_is_checked_and_reloadable() {
+    let text = |n: u32| {
+        format!(
+            "name = \"t\"\nlow_watermark = 0.1\nhigh_watermark = 0.2\n\
+             default_priority = 11\nwriteback_cluster = {n}\n"
+        )
+    };
+    let err = Policy::parse(&text(5000)).unwrap_err().to_string();
+    assert!(
+        err.contains("writeback_cluster 5000 must be at most 4096"),
+        "{err}"
+    );
+    let p = Policy::parse(&text(16)).unwrap().resolve(None);
+    assert_eq!(p.writeback_cluster, 16);
+    let mut c = cache("", Mode::Dss, 100);
+    c.set_policy(&p).unwrap();
+    for i in 0..46 {
+        for file in [7, 8] {
+            c.write(k(file, i), 2, 4096);
+        }
+    }
+    let mut v = Vec::new();
+    c.pick_victims(&mut v, usize::MAX);
+    assert_eq!(v[1].key, k(7, 1), "clustered after the reload");
+}

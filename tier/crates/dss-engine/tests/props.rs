@@ -76,9 +76,13 @@ fn options() -> impl Strategy<Value = String> {
             Just("\"second-miss\"")
         ],
         prop_oneof![Just(0.25), Just(0.75)],
+        prop_oneof![Just(0u32), Just(3), Just(64)],
     )
-        .prop_map(|(base, read, frac)| {
-            format!("base_list = \"{base}\"\nread_allocate = {read}\nprotected_fraction = {frac}\n")
+        .prop_map(|(base, read, frac, cluster)| {
+            format!(
+                "base_list = \"{base}\"\nread_allocate = {read}\nprotected_fraction = {frac}\n\
+                 writeback_cluster = {cluster}\n"
+            )
         })
 }
 

@@ -193,3 +193,29 @@ fn variants_change_only_their_options() {
         assert_eq!(format!("{same:?}"), format!("{base:?}"), "{}", p.name);
     }
 }
+
+const DSS_CLUSTER: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-cluster.toml"));
+const LRU_CLUSTER: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/lru-cluster.toml"));
+
+/// The write-back-by-file variants change that and nothing else.
+#[test]
+fn cluster_variants_are_their_bases_with_write_back_by_file() {
+    for (variant, base) in [(DSS_CLUSTER, REFERENCE), (LRU_CLUSTER, LRU)] {
+        let v = Policy::parse(variant).unwrap().resolve(None);
+        let b = Policy::parse(base).unwrap().resolve(None);
+        assert_eq!((v.writeback_cluster, b.writeback_cluster), (256, 0));
+        assert_eq!(v.classes, b.classes);
+        assert_eq!(
+            (v.mode, v.bypass_priority, v.read_allocate, v.base_list),
+            (b.mode, b.bypass_priority, b.read_allocate, b.base_list)
+        );
+        assert_eq!(
+            (v.low_watermark, v.high_watermark),
+            (b.low_watermark, b.high_watermark)
+        );
+        assert_eq!(
+            format!("{:?}", Policy::parse(variant).unwrap().classify),
+            format!("{:?}", Policy::parse(base).unwrap().classify)
+        );
+    }
+}

@@ -60,6 +60,7 @@ impl Cache {
         }
         self.table = policy.classes;
         self.cfg = cfg;
+        self.cluster = policy.writeback_cluster;
         self.bypass_from = policy.bypass_priority.map_or(u16::MAX, u16::from);
         self.read_fill_from = match policy.read_allocate {
             ReadAllocate::Always | ReadAllocate::SecondMiss => u16::MAX,

@@ -18,8 +18,44 @@ impl Cache {
             let Some(slot) = self.lists.lowest_priority_dirty() else {
                 break;
             };
-            out.push(self.start_cleaning(slot));
+            let victim = self.start_cleaning(slot);
+            out.push(victim);
             n += 1;
+            if self.cluster > 0 {
+                n += self.take_neighbours(out, victim, max - n);
+            }
+        }
+        n
+    }
+
+    /// The dirty blocks of `victim`'s file and class next to it, after it and then
+    /// before it, up to the cluster size and `room`: written back with it, they reach the
+    /// HDD as one run instead of one piece per batch they would otherwise fall into. Same
+    /// class only, so that no block of a higher priority is cleaned before its turn.
+    fn take_neighbours(&mut self, out: &mut Vec<Victim>, victim: Victim, room: usize) -> usize {
+        let want = (self.cluster as usize).min(room);
+        let mut n = 0;
+        for step in [1i64, -1] {
+            let mut index = victim.key.index;
+            while n < want {
+                let Some(next) = index.checked_add_signed(step) else {
+                    break;
+                };
+                index = next;
+                let key = BlockKey {
+                    file: victim.key.file,
+                    index,
+                };
+                let Some(slot) = self.find(key) else {
+                    break;
+                };
+                let e = self.entries[slot as usize];
+                if e.state != State::Dirty || e.class != victim.class {
+                    break;
+                }
+                out.push(self.start_cleaning(slot));
+                n += 1;
+            }
         }
         n
     }
