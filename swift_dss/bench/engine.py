@@ -7,8 +7,8 @@ and one LRU list with a dirty flag. The engine adds what the DSS paper asks for 
 that (a dirty list per priority, watermarks, selective allocation and eviction, two-phase
 fills and write-backs, per-class counters), so the ratio is the price of being class-aware.
 The engine runs once per shipped tier policy (dss, lru, and the policies beyond the paper:
-dss-slru, dss-readcut, dss-slru-readcut, slru, dss-secondmiss, dss-clockpro), each against the same
-baseline figure.
+dss-slru, dss-readcut, dss-slru-readcut, slru, dss-secondmiss, dss-clockpro, dss-cluster,
+lru-cluster), each against the same baseline figure.
 The figures are decisions per CPU-second of the measuring thread: on a machine shared with
 other work, wall time mostly measures the scheduler.
 

@@ -153,7 +153,7 @@ fn rates(ops: u64, start: Instant, cpu0: f64) -> (f64, f64) {
 }
 
 /// The policies measured, by the names the experiment selects them with.
-const POLICIES: [(&str, &str); 8] = [
+const POLICIES: [(&str, &str); 10] = [
     (
         "dss",
         include_str!(concat!(env!("DSS_POLICIES_DIR"), "/reference.toml")),
@@ -185,6 +185,14 @@ const POLICIES: [(&str, &str); 8] = [
     (
         "dss-clockpro",
         include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-clockpro.toml")),
+    ),
+    (
+        "dss-cluster",
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/dss-cluster.toml")),
+    ),
+    (
+        "lru-cluster",
+        include_str!(concat!(env!("DSS_POLICIES_DIR"), "/lru-cluster.toml")),
     ),
 ];
 
