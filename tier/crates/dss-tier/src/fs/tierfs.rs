@@ -187,7 +187,6 @@ impl TierFs {
             .meta_created(attr.ino.0, attr.kind == FileType::Directory);
     }
 
-    /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
     /// Register `file` (opened as `path`) as a handle of FUSE inode `ino`, `direct` if
     /// its creator asked for it, in passthrough when the inode qualifies (see
     /// `passthrough`): `register` hands the file to the kernel as a backing file.
@@ -232,6 +231,7 @@ impl TierFs {
         Ok((self.handles.open(ino, path, file, io), backing))
     }
 
+    /// O_TRUNC goes through the cache so that cached blocks of the old contents go too.
     pub(super) fn truncate_on_open(&self, f: &File, flags: i32) -> Result<(), Errno> {
         if flags & libc_o::O_TRUNC != 0 && flags & libc_o::O_ACCMODE != 0 {
             let md = f.metadata().map_err(errno)?;
