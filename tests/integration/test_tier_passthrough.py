@@ -59,6 +59,14 @@ def test_mode_hdd_data_never_reaches_the_daemon(make_tier: MakeTier) -> None:  #
         counted[name] = s["devices"]["hdd"]["bytes"]
         assert s["passthrough"] is (name == "on")
         assert s["passthrough_opens"] == (2 if name == "on" else 0)
+        # The daemon's own count of what reached it: no read or write request at all.
+        asked = s["fuse_requests"]
+        assert asked["create"] >= 1 and asked["lookup"] >= 1
+        if name == "on":
+            assert "write" not in asked and "read" not in asked, asked
+        else:
+            # (Its reads come from the mount's page cache: the file was just written.)
+            assert asked["write"] >= 8, asked
         tier.umount()
     assert counted["off"] >= 8 * MIB
     assert counted["on"] < MIB, counted

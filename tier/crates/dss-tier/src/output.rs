@@ -163,6 +163,7 @@ mod tests {
             devices: [("hdd".to_string(), dev)].into(),
             passthrough: true,
             passthrough_opens: 3,
+            fuse_requests: Default::default(),
         }
     }
 

@@ -88,6 +88,9 @@ pub struct Stats {
     /// Handles opened in passthrough since the mount.
     #[serde(default)]
     pub passthrough_opens: u64,
+    /// FUSE requests answered since the mount, by kind (those seen at least once).
+    #[serde(default)]
+    pub fuse_requests: BTreeMap<String, u64>,
 }
 
 pub fn class_map(
@@ -335,6 +338,7 @@ mod tests {
             devices,
             passthrough: false,
             passthrough_opens: 0,
+            fuse_requests: Default::default(),
         };
         let v: serde_json::Value = serde_json::to_value(&s).unwrap();
         assert_eq!(v["mode"], "dss");

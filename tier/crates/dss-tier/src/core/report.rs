@@ -31,6 +31,7 @@ impl Core {
             devices,
             passthrough: false,
             passthrough_opens: 0,
+            fuse_requests: Default::default(),
         }
     }
 

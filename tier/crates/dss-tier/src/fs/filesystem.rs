@@ -3,6 +3,7 @@
 
 use super::convert::{errno, kind_of, negative_attr, reply_xattr, sys_errno, utime_spec};
 use super::handles::{kill_suidgid, libc_o, open_file};
+use super::requests::Req;
 use super::tierfs::{TTL, TierFs};
 use crate::control::CONTROL_XATTR;
 use crate::core::MetaKind;
@@ -81,6 +82,7 @@ impl Filesystem for TierFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.requests.count(Req::Lookup);
         if parent.0 == 1 && name == HIDDEN {
             return reply.error(Errno::ENOENT);
         }
@@ -96,6 +98,7 @@ impl Filesystem for TierFs {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.requests.count(Req::Forget);
         if ino.0 == 1 {
             return;
         }
@@ -107,6 +110,7 @@ impl Filesystem for TierFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.requests.count(Req::Getattr);
         self.core.meta(MetaKind::Inode, ino.0, false);
         let by_handle = |ino: u64| {
             self.handles
@@ -153,6 +157,7 @@ impl Filesystem for TierFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        self.requests.count(Req::Setattr);
         let run = || -> Result<FileAttr, Errno> {
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Inode, ino.0, true);
@@ -212,6 +217,7 @@ impl Filesystem for TierFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.requests.count(Req::Readlink);
         match self.path(ino).and_then(|p| fs::read_link(p).map_err(errno)) {
             Ok(t) => reply.data(t.as_os_str().as_bytes()),
             Err(e) => reply.error(e),
@@ -227,6 +233,7 @@ impl Filesystem for TierFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
+        self.requests.count(Req::Mkdir);
         self.new_entry(parent, name, reply, |path| {
             fs::DirBuilder::new()
                 .mode(mode & !umask & 0o7777)
@@ -245,6 +252,7 @@ impl Filesystem for TierFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
+        self.requests.count(Req::Mknod);
         // mknod(2) takes a type of 0 for a regular file.
         let kind = match mode & 0o170000 {
             0 => rustix::fs::FileType::RegularFile,
@@ -259,6 +267,7 @@ impl Filesystem for TierFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.requests.count(Req::Unlink);
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
@@ -279,6 +288,7 @@ impl Filesystem for TierFs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.requests.count(Req::Rmdir);
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
@@ -298,6 +308,7 @@ impl Filesystem for TierFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
+        self.requests.count(Req::Symlink);
         self.new_entry(parent, link_name, reply, |path| {
             std::os::unix::fs::symlink(target, path).map_err(errno)
         });
@@ -313,6 +324,7 @@ impl Filesystem for TierFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Rename);
         let run = || -> Result<(), Errno> {
             if !flags.is_empty() {
                 return Err(Errno::EINVAL);
@@ -345,6 +357,7 @@ impl Filesystem for TierFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        self.requests.count(Req::Link);
         let run = || -> Result<FileAttr, Errno> {
             let from = self.path(ino)?;
             let to = self.child(newparent, newname)?;
@@ -365,6 +378,7 @@ impl Filesystem for TierFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.requests.count(Req::Open);
         let run = || -> Result<_, Errno> {
             let path = self.path(ino)?;
             let f = open_file(&path, flags.0, None)?;
@@ -393,6 +407,7 @@ impl Filesystem for TierFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        self.requests.count(Req::Create);
         let direct = flags & libc_o::O_EXCL != 0;
         let run = || -> Result<_, Errno> {
             let path = self.child(parent, name)?;
@@ -431,6 +446,7 @@ impl Filesystem for TierFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.requests.count(Req::Read);
         READ_BUF.with_borrow_mut(|buf| {
             let run = |buf: &mut Vec<u8>| -> Result<(), Errno> {
                 let h = self.handles.get(fh)?;
@@ -458,6 +474,7 @@ impl Filesystem for TierFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        self.requests.count(Req::Write);
         let run = || -> Result<u32, Errno> {
             let h = self.handles.get(fh)?;
             if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
@@ -486,6 +503,7 @@ impl Filesystem for TierFs {
         _lo: LockOwner,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Flush);
         // Nothing to do at close (writes are synchronous, locks are the kernel's), and
         // ENOSYS tells the kernel to stop sending a round trip per close().
         reply.error(Errno::ENOSYS);
@@ -501,6 +519,7 @@ impl Filesystem for TierFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Release);
         if let Some(h) = self.handles.release(fh)
             && h.passthrough
         {
@@ -517,6 +536,7 @@ impl Filesystem for TierFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Fsync);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
@@ -533,6 +553,7 @@ impl Filesystem for TierFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.requests.count(Req::Opendir);
         // Directory handles carry nothing here (readdir and fsyncdir go by inode):
         // with FUSE_NO_OPENDIR_SUPPORT, ENOSYS spares the open and release round trips
         // of every directory open from then on (Swift opens one to fsync it per PUT).
@@ -553,6 +574,7 @@ impl Filesystem for TierFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        self.requests.count(Req::Readdir);
         self.core.meta(MetaKind::Directory, ino.0, false);
         let run = |reply: &mut ReplyDirectory| -> Result<(), Errno> {
             let path = self.path(ino)?;
@@ -597,6 +619,7 @@ impl Filesystem for TierFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Fsyncdir);
         match self
             .path(ino)
             .and_then(|p| File::open(p).and_then(|d| d.sync_all()).map_err(errno))
@@ -607,6 +630,7 @@ impl Filesystem for TierFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.requests.count(Req::Statfs);
         match rustix::fs::statvfs(&self.root) {
             Ok(s) => reply.statfs(
                 s.f_blocks,
@@ -632,6 +656,7 @@ impl Filesystem for TierFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Setxattr);
         let run = || -> Result<(), Errno> {
             if ino.0 == 1 && name == CONTROL_XATTR {
                 // Flushing, zeroing counters and changing the policy are the operator's.
@@ -655,11 +680,13 @@ impl Filesystem for TierFs {
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        self.requests.count(Req::Getxattr);
         let run = || -> Result<Vec<u8>, Errno> {
             if ino.0 == 1 && name == STATS_XATTR {
                 let mut stats = self.control.stats(&self.core);
                 stats.passthrough = self.backings.enabled();
                 stats.passthrough_opens = self.backings.opens();
+                stats.fuse_requests = self.requests.snapshot();
                 return Ok(serde_json::to_vec(&stats).unwrap_or_default());
             }
             if ino.0 == 1 && name == CONTROL_XATTR {
@@ -687,6 +714,7 @@ impl Filesystem for TierFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        self.requests.count(Req::Listxattr);
         let run = || -> Result<Vec<u8>, Errno> {
             let path = self.path(ino)?;
             let n = rustix::fs::llistxattr_query(&path).map_err(sys_errno)?;
@@ -699,6 +727,7 @@ impl Filesystem for TierFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.requests.count(Req::Removexattr);
         let run = || -> Result<(), Errno> {
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
@@ -711,6 +740,7 @@ impl Filesystem for TierFs {
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        self.requests.count(Req::Access);
         match self.path(ino) {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
@@ -728,6 +758,7 @@ impl Filesystem for TierFs {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
+        self.requests.count(Req::Ioctl);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             match self.ioctls.decode(cmd, in_data) {
@@ -776,6 +807,7 @@ impl Filesystem for TierFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        self.requests.count(Req::Fallocate);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);

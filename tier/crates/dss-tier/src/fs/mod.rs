@@ -3,7 +3,7 @@
 //!
 //! `tierfs` holds the filesystem's state, `filesystem` answers the FUSE requests,
 //! `nodes` is the inode table, `handles` the open handles, `passthrough` the backing
-//! files of handles the kernel serves itself, and `convert` turns HDD-side values into
+//! files of handles the kernel serves itself, `requests` the requests answered by kind, and `convert` turns HDD-side values into
 //! FUSE's.
 
 mod convert;
@@ -11,6 +11,7 @@ mod filesystem;
 mod handles;
 mod nodes;
 mod passthrough;
+mod requests;
 mod tierfs;
 
 pub use filesystem::{CONTENT_XATTR, STATS_XATTR};

@@ -5,6 +5,7 @@ use super::convert::{errno, kind_of, time};
 use super::handles::{Handle, Handles, Io, has_privs, libc_o};
 use super::nodes::{Node, Nodes};
 use super::passthrough::Backings;
+use super::requests::Requests;
 use crate::control::Control;
 use crate::core::{Core, MetaKind};
 use crate::ioctl::Ioctls;
@@ -36,6 +37,7 @@ pub struct TierFs {
     /// Kernel passthrough was asked for at mount (it is on once the kernel agrees).
     pub(super) passthrough_wanted: bool,
     pub(super) backings: Backings,
+    pub(super) requests: Requests,
     pub(super) core: Arc<Core>,
     pub(super) ioctls: Ioctls,
     /// What `dss-tier flush`, `reset-counters` and `reload-policy` reach.
@@ -59,6 +61,7 @@ impl TierFs {
             no_opendir: false,
             passthrough_wanted: passthrough,
             backings: Backings::new(),
+            requests: Requests::new(),
             core,
             ioctls,
             control,
