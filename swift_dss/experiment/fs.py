@@ -23,6 +23,7 @@ from rich.console import Console
 
 from swift_dss.experiment import fs_load
 from swift_dss.experiment.cluster import HDD_MODEL, SSD_MODEL, ExperimentError
+from swift_dss.experiment.content import class_totals, delta, device_totals
 from swift_dss.experiment.fs_load import FsWorkload, Payload, PhaseResult, Pool
 from swift_dss.policies import policy_path
 from swift_dss.tierctl import TierError, binary, daemon, report
@@ -113,34 +114,28 @@ def cache_bytes_for(config: str, pool: Pool, pct: float) -> int:
     return -(-need // MIB) * MIB
 
 
+#: Per-class counters a phase reports, summed over the classes.
+CLASS_SUMS = ("hits", "misses", "written_back_bytes")
+
+
+def _class_sums(s: report.TierStats) -> dict[str, float]:
+    totals = class_totals({"tier": s.raw}).values()
+    return {k: sum(c.get(k, 0) for c in totals) for k in CLASS_SUMS}
+
+
 def _delta(after: report.TierStats, before: report.TierStats) -> dict[str, float]:
-    hits = sum(c.hits for c in after.classes.values()) - sum(
-        c.hits for c in before.classes.values()
-    )
-    misses = sum(c.misses for c in after.classes.values()) - sum(
-        c.misses for c in before.classes.values()
-    )
-    wb = sum(c.written_back_bytes for c in after.classes.values()) - sum(
-        c.written_back_bytes for c in before.classes.values()
-    )
-    dev = {
-        k: (after.devices[k].bytes - before.devices[k].bytes,
-            after.devices[k].busy_s - before.devices[k].busy_s)
-        for k in ("ssd", "hdd")
-    }  # fmt: skip
-    moved = dev["ssd"][0] + dev["hdd"][0]
-    hdd = {
-        k: getattr(after.devices["hdd"], k) - getattr(before.devices["hdd"], k)
-        for k in ("read_ops", "write_ops", "read_bytes", "write_bytes")
-    }
+    c = delta({"c": _class_sums(after)}, {"c": _class_sums(before)})["c"]
+    dev = delta(device_totals({"tier": after.raw}), device_totals({"tier": before.raw}))
+    moved = dev["ssd"]["bytes"] + dev["hdd"]["bytes"]
+    hdd_io = ("read_ops", "write_ops", "read_bytes", "write_bytes")
     return {
-        **{f"hdd_{k}": v for k, v in hdd.items()},
-        "hits": hits,
-        "misses": misses,
+        **{f"hdd_{k}": dev["hdd"][k] for k in hdd_io},
+        "hits": c["hits"],
+        "misses": c["misses"],
         # A write-back reads the SSD and writes the HDD: both transfers are its cost.
-        "write_back_share": (2 * wb / moved) if moved else 0.0,
-        "ssd_busy_s": dev["ssd"][1],
-        "hdd_busy_s": dev["hdd"][1],
+        "write_back_share": (2 * c["written_back_bytes"] / moved) if moved else 0.0,
+        "ssd_busy_s": dev["ssd"]["busy_s"],
+        "hdd_busy_s": dev["hdd"]["busy_s"],
     }
 
 

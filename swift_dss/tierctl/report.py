@@ -168,6 +168,24 @@ class TierContent:
         return {k: v for k, v in self.raw.items() if k != "extents"}
 
 
+def _call(
+    args: list[str], mountpoint: str | Path, binary: str | Path | None, timeout: float
+) -> str:
+    """What `dss-tier ARGS MOUNTPOINT` printed; TierError with its reason if it failed."""
+    what = f"dss-tier {args[0]} of {mountpoint}"
+    try:
+        proc = subprocess.run(
+            [resolve(binary), *args, str(mountpoint)],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise TierError(f"{what} got no answer within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        reason = (proc.stderr or proc.stdout).strip().splitlines()
+        raise TierError(f"{what} failed: {reason[-1] if reason else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
 def control(
     command: str,
     mountpoint: str | Path,
@@ -176,18 +194,7 @@ def control(
 ) -> str:
     """Run `dss-tier COMMAND MOUNTPOINT` (flush, reset-counters, drop-caches, ...): the
     line it printed; TierError with its reason if it failed."""
-    what = f"dss-tier {command} of {mountpoint}"
-    try:
-        proc = subprocess.run(
-            [resolve(binary), command, str(mountpoint)],
-            capture_output=True, text=True, timeout=timeout, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise TierError(f"{what} got no answer within {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        reason = (proc.stderr or proc.stdout).strip().splitlines()
-        raise TierError(f"{what} failed: {reason[-1] if reason else f'exit {proc.returncode}'}")
-    return proc.stdout.strip()
+    return _call([command], mountpoint, binary, timeout).strip()
 
 
 def run_json(
@@ -197,22 +204,10 @@ def run_json(
     timeout: float = REPORT_TIMEOUT,
 ) -> dict[str, Any]:
     """The JSON document `dss-tier COMMAND --json MOUNTPOINT` prints."""
+    out = _call([command, "--json"], mountpoint, binary, timeout)
     what = f"dss-tier {command} of {mountpoint}"
     try:
-        proc = subprocess.run(
-            [resolve(binary), command, "--json", str(mountpoint)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise TierError(f"{what} got no answer within {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        reason = (proc.stderr or proc.stdout).strip().splitlines()
-        raise TierError(f"{what} failed: {reason[-1] if reason else f'exit {proc.returncode}'}")
-    try:
-        doc = json.loads(proc.stdout)
+        doc = json.loads(out)
     except ValueError as err:
         raise TierError(f"{what} printed no JSON document: {err}") from None
     if not isinstance(doc, dict):
