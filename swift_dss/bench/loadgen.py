@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from swift_dss import children
 from swift_dss.bench.report import Figure, ratio_ci
 
 SIZE = 4096
@@ -178,11 +179,7 @@ def run(out: Path, rounds: int = 3, progress: Callable[[str], None] = print) -> 
             for op in ("get", "put")
         ]
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        children.stop(server)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from swift_dss import children
 from swift_dss.loadgen.driver import Driver, DriverOptions
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Plan
@@ -161,10 +162,7 @@ def _run_processes(
                 sec = max(shared[5 * k + 4] for k in range(n))
                 progress(index, workload.phases[index].name, done, failed, nbytes, sec)
     finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
+        children.join(procs, grace=5)
     if errors:
         raise RuntimeError("; ".join(errors))
     return [results[k] for k in sorted(results)]
