@@ -43,7 +43,7 @@ from swift_dss.experiment.scale import (
     working_set,
 )
 from swift_dss.experiment.summary import at_real_speed, figures, mbps_excluding, ratio
-from swift_dss.experiment.targets import Testbed, running_target
+from swift_dss.experiment.targets import Testbed, check_kept, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.progress import RunProgress
@@ -321,6 +321,7 @@ def caching(
         if run_nothing:
             continue
         if done.exists() and not force:
+            check_kept(json.loads(done.read_text()), testbed, done)
             console.print(f"[{n}/{len(todo)}] {cfg.key} #{rep}: done before, kept ({done})")
             continue
         done.unlink(missing_ok=True)
@@ -346,7 +347,9 @@ def caching(
     # What any run measured counts in the summary, whatever this one selected.
     for cfg in every:
         for done in sorted((out / "runs" / cfg.slug).glob("r*/entry.json")):
-            runs[cfg.key].append(json.loads(done.read_text()))
+            kept = json.loads(done.read_text())
+            check_kept(kept, testbed, done)
+            runs[cfg.key].append(kept)
     entries = {key: combine(found) for key, found in runs.items() if found}
     summary = build_summary(entries, setup, pcts, [c.key for c in every])
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -75,6 +75,24 @@ class Testbed:
         return out
 
 
+def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
+    """Refuse to mix a run measured on another testbed (another K, other workers...) into
+    this one's summary, where its figures would be read with this testbed's settings."""
+    was = entry.get("testbed")
+    now = testbed.to_json()
+    if was is None or was == now:
+        return
+    old, new = was.get("settings") or {}, now.get("settings") or {}
+    keys = sorted(old.keys() | new.keys())
+    changed = [f"{k} {old.get(k)} (now {new.get(k)})" for k in keys if old.get(k) != new.get(k)]
+    if was.get("kind") != now.get("kind") or not changed:
+        changed = [f"testbed {was.get('kind')} (now {now.get('kind')})"]
+    raise ExperimentError(
+        f"{where} was measured with {', '.join(changed)}: rerun with the options it was "
+        "measured with, or with --force to measure it again"
+    )
+
+
 class Target:
     """A cluster up for one configuration."""
 

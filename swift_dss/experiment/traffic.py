@@ -24,12 +24,13 @@ from typing import Any
 
 from rich.console import Console
 
+from swift_dss import children
 from swift_dss.experiment import content as content_mod
 from swift_dss.experiment import plots, policy_file
 from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.scale import Scale, paper_workload, split_containers
 from swift_dss.experiment.summary import at_real_speed, phase_row
-from swift_dss.experiment.targets import NetnsTarget, Testbed, running_target
+from swift_dss.experiment.targets import NetnsTarget, Testbed, check_kept, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.protocols import Credentials, connect, from_json
@@ -154,10 +155,7 @@ def run_streams(workloads: list[Workload], endpoint: str, console: Console) -> l
                     parts.append(f"{w.name[8:]} {phase} {done} ({failed} failed)")
                 console.print(f"  {time.time() - t0:5.0f} s  " + ", ".join(parts))
     finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
+        children.join(procs, grace=10)
     if errors:
         raise RuntimeError("; ".join(errors))
     return [outs[k] for k in range(n)]
@@ -334,7 +332,9 @@ def traffic(
         run_dir = out / "runs" / slug(name)
         done = run_dir / "entry.json"
         if done.exists() and (run_nothing or not force):
-            runs.append(json.loads(done.read_text()))
+            kept = json.loads(done.read_text())
+            check_kept(kept, testbed, done)
+            runs.append(kept)
             if not run_nothing:
                 console.print(f"[{n}/{len(RUNS)}] {name}: done before, kept ({done})")
             continue

@@ -29,6 +29,15 @@ def testbed_lines(setup: dict[str, Any]) -> list[str]:
     ]
 
 
+def workers(setup: dict[str, Any]) -> str:
+    """The servers' workers as the run had them: the testbed sets its own."""
+    tb = setup.get("testbed") or {}
+    if tb.get("kind") == "netns":
+        st = tb["settings"]
+        return f"{st['proxy_workers']} proxy workers and {st['server_workers']} per storage server"
+    return f"{setup['scale']['workers']} workers per server"
+
+
 def opts_duration(setup: dict[str, Any]) -> float:
     return float(setup["options"]["duration"])
 
@@ -139,8 +148,8 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         f"together. Tier mode `tiered` (no caching): each stream's class is pinned on the SSD "
         f"or placed on the HDD by the run's policy (`runs/<run>/policy.toml`); metadata "
         f"classes stay on the SSD in every run. Object sizes x{sc['size_scale']:g}; "
-        f"{sc['devices']} devices, {sc['replicas']} replicas, {sc['workers']} workers per "
-        "server. Every number is in `summary.json`.",
+        f"{sc['devices']} devices, {sc['replicas']} replicas, {workers(setup)}. Every number "
+        "is in `summary.json`.",
         "",
         *testbed_lines(setup),
         "## The paper's observations, checked",

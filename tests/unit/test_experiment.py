@@ -387,3 +387,25 @@ def test_bad_testbed_options_are_cli_errors(tmp_path: Path, args: list[str], say
     assert result.exit_code == 2, result.output
     assert says in result.output
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    k8 = Testbed("netns", TestbedSettings(dilation=8))
+    k4 = Testbed("netns", TestbedSettings(dilation=4))
+    where = tmp_path / "entry.json"
+    check_kept({"testbed": k8.to_json()}, k8, where)
+    check_kept({}, k4, where)  # entries from before testbeds were recorded
+    with pytest.raises(ExperimentError, match=r"entry.json was measured with dilation 8 \(now 4\)"):
+        check_kept({"testbed": k8.to_json()}, k4, where)
+    with pytest.raises(ExperimentError, match=r"server_workers 1 \(now 4\)"):
+        check_kept(
+            {"testbed": k4.to_json()},
+            Testbed("netns", TestbedSettings(dilation=4, server_workers=4)),
+            where,
+        )
+    with pytest.raises(ExperimentError, match="testbed saio"):
+        check_kept({"testbed": Testbed().to_json()}, k4, where)
