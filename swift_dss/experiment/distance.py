@@ -28,8 +28,10 @@ from typing import Any
 
 from rich.console import Console
 
+from swift_dss import children
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
 from swift_dss.deploy.local_cluster_config import ClusterError
+from swift_dss.experiment import hou
 from swift_dss.experiment.cluster import ExperimentError, sigterm_as_interrupt
 from swift_dss.testbed.settings import TestbedSettings
 from swift_dss.testbed.shaping import ShapingError, parse_rate
@@ -107,12 +109,7 @@ def relay(cluster: LocalCluster, rtt_ms: float) -> Iterator[str]:
             raise ExperimentError(f"the RTT relay did not start (exit {proc.poll()})")
         yield f"http://127.0.0.1:{line[1]}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        children.stop(proc)
 
 
 def run_case(case: Case, out: Path, sweep_args: list[str], console: Console) -> dict[str, Any]:
@@ -163,6 +160,8 @@ def sweep_distance(
             for name, doc in docs.items()
         },
         "best": {name: doc["best"] for name, doc in docs.items()},
+        # The first case stands for the study's Baseline client, the second for Sydney.
+        "study": hou.compare(docs, cases[0].name, cases[1].name if len(cases) > 1 else ""),
         "wall_s": round(time.time() - started, 1),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -224,4 +223,5 @@ def write_report(out: Path, summary: dict[str, Any], docs: dict[str, dict[str, A
     fig.tight_layout()
     fig.savefig(out / "peak.png", dpi=100)
     plt.close(fig)
+    md += hou.markdown(summary["study"])
     (out / "report.md").write_text("\n".join(md))

@@ -143,7 +143,7 @@ def test_sweep_through_a_long_client_link_pays_its_rtt(tmp_path: Path) -> None:
     invoke(
         [
             *("sweep", "--out", str(out), "--case", "near:1gbit:0.28", "--case", "far:1gbit:60"),
-            *("--parallelism", "1,4", "--sizes", "4KiB,256KiB", "--repetitions", "1"),
+            *("--parallelism", "1,4", "--sizes", "1KiB,256KiB", "--repetitions", "1"),
             *("--budget", "1MiB", "--max-requests", "20", "--max-failures", "0"),
         ]
     )
@@ -155,8 +155,19 @@ def test_sweep_through_a_long_client_link_pays_its_rtt(tmp_path: Path) -> None:
         for case in ("near", "far")
     }  # fmt: skip
     for op in ("put", "get"):
-        near, far = rows["near"][(op, 4096, 1)], rows["far"][(op, 4096, 1)]
+        near, far = rows["near"][(op, 1024, 1)], rows["far"][(op, 1024, 1)]
         assert near["failures"] == far["failures"] == 0
         # Every request of one connection crosses the 60 ms round trip at least once.
         assert far["lat_mean_ms"] >= 60 and far["lat_mean_ms"] > near["lat_mean_ms"]
-    assert (out / "peak.png").exists() and "Fig. 10" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert (out / "peak.png").exists() and "Fig. 10" in report
+    # Of the study's shapes, this short grid measures only 1 KiB's gain from parallelism.
+    shapes = {r["what"]: r["ours"] for r in summary["study"]["shapes"] if r["ours"] is not None}
+    assert summary["study"]["measured"] == 2 and "The study's shapes" in report
+    for op in ("put", "get"):
+        near = rows["near"]
+        gain = (
+            max(near[(op, 1024, 4)]["mbps"], near[(op, 1024, 1)]["mbps"])
+            / near[(op, 1024, 1)]["mbps"]
+        )
+        assert shapes[f"1 KiB {op.upper()}: peak bandwidth over parallelism 1's"] == round(gain, 3)
