@@ -18,6 +18,11 @@ from swift_dss.testbed.shaping import ShapingError, parse_rate
 #: spend the cores switching between them, so the defaults below are scaled down.
 PAPER_PROXY_WORKERS = 32
 PAPER_SERVER_WORKERS = 8
+#: Swift's own defaults of the timeouts the testbed does not make settings of; dilated
+#: like the rest, since a wait that does not stretch with K would cut short K times sooner
+#: in the emulated testbed's time.
+POST_QUORUM_TIMEOUT = 0.5
+CONTAINER_UPDATE_TIMEOUT = 1.0
 #: Roles with a link of their own besides the storage nodes.
 ROLES = ("client", "proxy")
 
@@ -86,13 +91,22 @@ class TestbedSettings:
     def proxy_options(self) -> dict[str, str]:
         """[app:proxy-server] timeouts, dilated."""
         opts = self._timeouts()
-        # A GET resumed on another replica waits as long as a fresh request would.
-        return {**opts, "recoverable_node_timeout": opts["node_timeout"]}
+        return {
+            **opts,
+            # A GET resumed on another replica waits as long as a fresh request would.
+            "recoverable_node_timeout": opts["node_timeout"],
+            # The wait for the replicas past a quorum (Swift's 0.5 s).
+            "post_quorum_timeout": f"{self.dilated.timeout(POST_QUORUM_TIMEOUT):g}",
+        }
 
     def object_options(self) -> dict[str, str]:
         """[app:object-server] timeouts, dilated: its container updates connect and wait
-        as the proxy does, and a client (the proxy) may pause as long between chunks."""
-        return self._timeouts()
+        as the proxy does, a PUT waits for them as long as Swift's own 1 s stretched, and a
+        client (the proxy) may pause as long between chunks."""
+        return {
+            **self._timeouts(),
+            "container_update_timeout": f"{self.dilated.timeout(CONTAINER_UPDATE_TIMEOUT):g}",
+        }
 
     def models(self) -> tuple[str, str]:
         """The SSD and HDD model strings for dss-tier, K times slower."""

@@ -78,8 +78,14 @@ def test_settings_dilate_timeouts_and_models() -> None:
         "node_timeout": "40",
         "client_timeout": "240",
         "recoverable_node_timeout": "40",
+        "post_quorum_timeout": "2",
     }
-    assert tb.object_options()["conn_timeout"] == "2"
+    assert tb.object_options() == {
+        "conn_timeout": "2",
+        "node_timeout": "40",
+        "client_timeout": "240",
+        "container_update_timeout": "4",
+    }
     assert tb.models() == ("intel710:dilation=4", "st1000nm0011:dilation=4")
 
 
