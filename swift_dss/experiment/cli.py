@@ -76,13 +76,13 @@ def experiment() -> None:
     pass
 
 
-def testbed_options(f: Any) -> Any:
+def testbed_options(f: Any, default_dilation: int = 4) -> Any:
     """--testbed, --dilation and --repeats, handed to the command as one ``testbed``
     (a `Testbed`) and ``repeats`` (None: the testbed's default)."""
 
     @functools.wraps(f)
     def with_testbed(*args: Any, **kwargs: Any) -> Any:
-        from swift_dss.experiment.targets import DEFAULT_DILATION, Testbed
+        from swift_dss.experiment.targets import Testbed
         from swift_dss.testbed.settings import TestbedSettings
 
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
@@ -91,7 +91,7 @@ def testbed_options(f: Any) -> Any:
         settings = None
         if kind == "netns":
             base = Testbed("netns").settings or TestbedSettings()
-            settings = replace(base, dilation=k or DEFAULT_DILATION)
+            settings = replace(base, dilation=k or default_dilation)
             # On the testbed --workers is each storage server's (the proxy keeps its own).
             workers = kwargs["scale_args"].workers
             if workers is not None:
@@ -113,7 +113,7 @@ def testbed_options(f: Any) -> Any:
         type=click.IntRange(1, 1000),
         default=None,
         help="time dilation factor K of the emulated testbed (links K times slower, "
-        "devices K times slower, timeouts K times longer)  [default: 4]",
+        f"devices K times slower, timeouts K times longer)  [default: {default_dilation}]",
     )(with_testbed)
     return click.option(
         "--testbed",
@@ -127,10 +127,16 @@ def testbed_options(f: Any) -> Any:
     )(with_testbed)
 
 
+def caching_testbed_options(f: Any) -> Any:
+    from swift_dss.experiment.targets import DEFAULT_DILATION
+
+    return testbed_options(f, DEFAULT_DILATION)
+
+
 @experiment.command(help="HDD, SSD, LRU and DSS at 5% and 10% cache: Figs. 7-9.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/caching"))
 @scale_options
-@testbed_options
+@caching_testbed_options
 @click.option("--cache-pcts", default="5,10", show_default=True, help="cache sizes, % of WS")
 @click.option("--only", default=None, help="configurations to run, e.g. dss,lru@10%")
 @click.option("--force", is_flag=True, help="rerun configurations that completed before")
@@ -194,10 +200,16 @@ def caching(
     click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
 
 
+def traffic_testbed_options(f: Any) -> Any:
+    from swift_dss.experiment.targets import TRAFFIC_DILATION
+
+    return testbed_options(f, TRAFFIC_DILATION)
+
+
 @experiment.command(help="Four streams, one more sent to the SSD each run: Figs. 10-11.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/traffic"))
 @scale_options
-@testbed_options
+@traffic_testbed_options
 @click.option(
     "--duration",
     type=click.FloatRange(min=0, min_open=True),

@@ -409,3 +409,15 @@ def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:
         )
     with pytest.raises(ExperimentError, match="testbed saio"):
         check_kept({"testbed": Testbed().to_json()}, k4, where)
+
+
+def test_the_traffic_study_is_dilated_more_than_the_caching_experiment() -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+    from swift_dss.experiment.targets import DEFAULT_DILATION, TRAFFIC_DILATION
+
+    assert TRAFFIC_DILATION > DEFAULT_DILATION
+    for command, k in (("traffic", TRAFFIC_DILATION), ("caching", DEFAULT_DILATION)):
+        out = CliRunner().invoke(experiment, [command, "--help"]).output
+        assert f"[default: {k}]" in " ".join(out.split())
