@@ -128,9 +128,12 @@ def _measure(
     driver = Driver(proto, payload, scratch, DriverOptions(p, cfg.timeout))
     runs = []
     try:
-        # Warm-up: open the connections (and, for GET, touch the objects) unrecorded. PUTs
-        # write new objects from where the last cell stopped; GETs cycle over what exists.
-        start = cell.written if op == "put" else 0
+        # Warm-up: open the connections (and, for GET, touch the objects) unrecorded. Each
+        # PUT cell writes its objects from the first name on, over what the cell before it
+        # wrote, so that a size holds one cell's objects rather than every cell's (64 x
+        # 16 MiB x 3 replicas per cell filled the testbed's devices); GETs cycle over what
+        # exists.
+        start = 0
         if cfg.warmup:
             driver.run("warmup", cell.stream("warmup", op, cfg.cls, cfg.warmup * p, start))
             start += cfg.warmup * p

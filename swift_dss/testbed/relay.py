@@ -111,6 +111,9 @@ async def _connection(
     finally:
         for t in tasks:
             t.cancel()
+        # A cancelled pump must finish before its connection goes: one dropped while
+        # pending is destroyed mid-await, and the loop then fails the next connections.
+        await asyncio.gather(*tasks, return_exceptions=True)
         for w in (server_w, client_w):
             w.close()
 

@@ -27,3 +27,16 @@ def test_sweep_measures_every_cell_and_cleans_up() -> None:
     marked = table(rows, "put")
     assert f"**{b['put']['mbps']:.2f}**" in marked
     assert marked.count("**") == 2
+
+
+def test_each_put_cell_writes_over_the_names_the_cell_before_wrote() -> None:
+    """A size's objects are one cell's (the largest), not every cell's: the testbed's
+    devices must hold the sweep's largest sizes at parallelism 64."""
+    cfg = SweepConfig(parallelism=(1, 3), sizes=(1000,), ops=("put",), repetitions=2,
+                      budget=40000, max_requests=10)  # fmt: skip
+    with LocalServer(store=True) as srv:
+        run_sweep(S3(srv.url, "a", "b"), cfg)
+        names = {x.path for x in srv.log if x.method == "PUT" and "/sweep/" in x.path}
+    # Parallelism 3: 3 warm-up PUTs and 2 runs of max(4 x 3, 10) = 12; parallelism 1's
+    # 1 + 2 x 10 names are among them.
+    assert len(names) == 3 + 2 * 12

@@ -3,8 +3,10 @@ waits at least the round trip it adds, and bad settings are refused."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import socketserver
+import struct
 import subprocess
 import sys
 import threading
@@ -101,3 +103,27 @@ def test_bad_settings_are_refused() -> None:
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert done.returncode != 0 and ("relay:" in done.stderr or "usage" in done.stderr)
+
+
+def test_the_relay_keeps_serving_after_connections_reset_mid_transfer() -> None:
+    """Many clients that vanish mid-upload (as a timed-out load generator's do) leave the
+    relay serving the next connection."""
+    with serving(_Server(("127.0.0.1", 0), _Echo)) as srv:
+        proc, port = start_relay(srv.server_address[1], 0.28)
+        try:
+            for _ in range(3):
+                socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]
+                for s in socks:
+                    s.setblocking(False)
+                    with contextlib.suppress(BlockingIOError):
+                        s.send(b"x" * (1 << 20))
+                for s in socks:
+                    # SO_LINGER 0: close with a reset, as a killed client's socket does.
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    s.close()
+                time.sleep(0.3)
+            assert exchange(port, b"still here") == b"still here"
+            assert proc.poll() is None
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
