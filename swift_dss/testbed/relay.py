@@ -111,16 +111,25 @@ async def _connection(
     finally:
         for t in tasks:
             t.cancel()
-        # A cancelled pump must finish before its connection goes: one dropped while
-        # pending is destroyed mid-await, and the loop then fails the next connections.
+        # Let the cancelled pumps finish before their connection goes.
         await asyncio.gather(*tasks, return_exceptions=True)
         for w in (server_w, client_w):
             w.close()
 
 
 async def serve(listen: tuple[str, int], server: tuple[str, int], rtt: float) -> None:
+    # asyncio's stream protocol drops its reference to a connection's task once the client
+    # side closes, and the loop keeps only weak ones: a task still relaying the other
+    # direction would be garbage-collected mid-await (and its server connection leaked).
+    running: set[asyncio.Task[object] | None] = set()
+
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _connection(r, w, server, rtt)
+        task = asyncio.current_task()
+        running.add(task)
+        try:
+            await _connection(r, w, server, rtt)
+        finally:
+            running.discard(task)
 
     srv = await asyncio.start_server(handle, *listen)
     port = srv.sockets[0].getsockname()[1]
