@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from swift_dss.sizes import format_size
+
 KIB = 1024
 MIB = 1024 * KIB
 #: Closer to 1 than this, a ratio reads as flat.
@@ -114,7 +116,7 @@ def best_combination(doc: dict[str, Any], op: str = "put") -> tuple[str, float] 
         return None
     ranked = sorted(cells, key=lambda t: t[2]["mbps"])  # type: ignore[index]
     (s, p, top), bottom = ranked[-1], ranked[0][2]
-    return f"{s // KIB} KiB x {p}", top["mbps"] / bottom["mbps"]  # type: ignore[index]
+    return f"{format_size(s)} x {p}", top["mbps"] / bottom["mbps"]  # type: ignore[index]
 
 
 def shapes(near: str = "baseline", far: str = "long-distance") -> list[Shape]:
