@@ -311,30 +311,37 @@ def sweep(out: Path, cases: tuple[str, ...], sweep_args: tuple[str, ...]) -> Non
 
 
 @experiment.command(
-    help="The DSS paper's own evaluation on dss-tier: file server (+ find, tar, scan) and "
-    "e-mail server, in HDD only, LRU, DSS and SSD only, device models on."
+    help="The DSS paper's own evaluation on dss-tier: file server (+ find, tar, scan), "
+    "e-mail server and a TPC-H-like database on SQLite (queries 2, 17, 18, 19), in HDD "
+    "only, LRU, DSS and SSD only, device models on."
 )
 @click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/fs"))
-@click.option("--workloads", default="sfs,email", show_default=True, help="Comma-separated.")
+@click.option(
+    "--workloads",
+    default="sfs,email,tpch",
+    show_default=True,
+    help="Comma-separated: sfs, email, tpch.",
+)
 @click.option("--configs", default="hdd,lru,dss,ssd", show_default=True, help="Comma-separated.")
 @click.option(
     "--scale",
     type=click.FloatRange(min=0, min_open=True),
     default=1.0,
     show_default=True,
-    help="Multiplies the pools and transaction counts (default: 1/500 of the paper's file "
-    "server, 1/1000 of its e-mail server).",
+    help="Multiplies each workload's default size: 1/500 of the paper's file server, "
+    "1/1000 of its e-mail server (pools and transactions), TPC-H scale factor 0.2 (the "
+    "paper's: 8).",
 )
 @click.option(
     "--cache-pct",
     type=click.FloatRange(0, 100, min_open=True),
-    default=10.0,
-    show_default=True,
-    help="Cache size, percent of the pool.",
+    default=None,
+    help="Cache size, percent of the data (a pool, the database's files) [default: the "
+    "paper's: 10 for sfs and email, 27.6 (8 GB of 29 GB) for tpch].",
 )
 @click.option("--threads", type=click.IntRange(1, 256), default=8, show_default=True)
 def fs(
-    out: Path, workloads: str, configs: str, scale: float, cache_pct: float, threads: int
+    out: Path, workloads: str, configs: str, scale: float, cache_pct: float | None, threads: int
 ) -> None:
     from rich.console import Console
 

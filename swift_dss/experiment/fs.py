@@ -5,6 +5,7 @@ SSD only), with the device models on (the paper's SSD and HDD models), the file 
 followed by the file-system utilities as in the paper. The tier classifies every I/O by
 its policy (metadata kinds and file-size classes), as the paper's Ext3 did. The devices'
 directories are on a tmpfs of the experiment's own, so only the models' time counts.
+The paper's database run (section 5.7), workload `tpch`, is in tpch_run.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import shutil
 import statistics
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,13 +54,24 @@ CONTENT_GROUPS = (
 )
 
 
+#: Every workload: the file workloads of fs_load, and the database run (tpch_run.py).
+WORKLOADS = (*fs_load.WORKLOADS, "tpch")
+DEFAULT_WORKLOADS = ("sfs", "email", "tpch")
+
+#: The cache's share of the data (percent) when --cache-pct gives none: the paper's 10%
+#: of the servers' pools, and its 8 GB cache for the 29 GB TPC-H database (27.6%).
+DEFAULT_CACHE_PCT = {"sfs": 10.0, "email": 10.0, "tpch": 100 * 8 / 29}
+
+
 @dataclass(frozen=True)
 class FsOptions:
-    workloads: tuple[str, ...] = ("sfs", "email")
+    workloads: tuple[str, ...] = DEFAULT_WORKLOADS
     configs: tuple[str, ...] = DEFAULT_CONFIGS
-    #: Multiplies each workload's default count scale (DEFAULT_COUNT_SCALE).
+    #: Multiplies each workload's default size (DEFAULT_COUNT_SCALE, tpch_run's scale
+    #: factor).
     scale: float = 1.0
-    cache_pct: float = 10.0
+    #: Percent of the data; None: each workload's DEFAULT_CACHE_PCT.
+    cache_pct: float | None = None
     threads: int = 8
     ssd_model: str = SSD_MODEL
     #: The mount passes every write through to the tier at once, while the paper's file
@@ -68,6 +80,9 @@ class FsOptions:
     #: are dropped before each measured phase (`cold`).
     hdd_model: str = f"{HDD_MODEL}:pagecache=64MiB"
     seed: int = 1
+
+    def cache_pct_of(self, workload: str) -> float:
+        return DEFAULT_CACHE_PCT[workload] if self.cache_pct is None else self.cache_pct
 
 
 #: The paper's pools (262,144 and 1,000,000 files) scaled to a run of minutes here.
@@ -101,17 +116,25 @@ class Run:
     pool_bytes: int
     cache_bytes: int
     phases: dict[str, Phase]
-    content: dict[str, float]  # share of cached bytes per CONTENT_GROUPS name
+    content: dict[str, float]  # share of cached bytes per content group
+    #: tpch: each query's phase, and a digest of its result rows.
+    queries: dict[str, Phase] = field(default_factory=dict)
+    answers: dict[str, str] = field(default_factory=dict)
+
+
+def cache_bytes(config: str, data_bytes: int, pct: float) -> int:
+    """The cache's size: PCT of the data, or, for SSD only, room for everything the run
+    writes (three times the data: a file workload's creations and archive, a database's
+    journals)."""
+    if config == "ssd":
+        need = 3 * data_bytes + 256 * MIB
+    else:
+        need = max(16 * MIB, int(data_bytes * pct / 100))
+    return -(-need // MIB) * MIB
 
 
 def cache_bytes_for(config: str, pool: Pool, pct: float) -> int:
-    """The cache's size: PCT of the pool, or, for SSD only, room for everything the run
-    writes (the pool, its creations and the archive)."""
-    if config == "ssd":
-        need = 3 * pool.total_bytes + 256 * MIB
-    else:
-        need = max(16 * MIB, int(pool.total_bytes * pct / 100))
-    return -(-need // MIB) * MIB
+    return cache_bytes(config, pool.total_bytes, pct)
 
 
 #: Per-class counters a phase reports, summed over the classes.
@@ -139,7 +162,8 @@ def _delta(after: report.TierStats, before: report.TierStats) -> dict[str, float
     }
 
 
-def _phase(seconds: float, before: report.TierStats, after: report.TierStats) -> Phase:
+def phase_between(seconds: float, before: report.TierStats, after: report.TierStats) -> Phase:
+    """A phase of SECONDS from the tier's counters before and after it."""
     d = _delta(after, before)
     looked = d["hits"] + d["misses"]
     return Phase(
@@ -169,10 +193,13 @@ def latency_p95(result: PhaseResult) -> dict[str, dict[str, float]]:
     return out
 
 
-def content_shares(content: report.TierContent) -> dict[str, float]:
+def content_shares(
+    content: report.TierContent, groups: tuple[tuple[str, Any], ...] = CONTENT_GROUPS
+) -> dict[str, float]:
+    """Share of the cached bytes per group of classes, the rest as "other"."""
     total = sum(c.cached_bytes for c in content.classes.values())
     shares = {}
-    for name, ids in CONTENT_GROUPS:
+    for name, ids in groups:
         got = sum(content.classes[i].cached_bytes for i in ids if i in content.classes)
         shares[name] = got / total if total else 0.0
     shares["other"] = max(0.0, 1.0 - sum(shares.values())) if total else 0.0
@@ -207,6 +234,43 @@ class Devices:
             subprocess.run(["umount", "-l", str(self.path)], check=False)
 
 
+def mount_options(
+    config: str, cache: int, opts: FsOptions, policy: Path | None = None
+) -> MountOptions:
+    """CONFIG's mode and policy (or the policy file POLICY) with the models of OPTS."""
+    mode, name = CONFIGS[config]
+    return MountOptions(
+        cache_size=str(cache),
+        policy=policy or policy_path(name),
+        mode=mode,
+        ssd_model=opts.ssd_model,
+        hdd_model=opts.hdd_model,
+    )
+
+
+@contextlib.contextmanager
+def mounted(base: Path, options: MountOptions, log: Path, what: str) -> Iterator[tuple[Path, str]]:
+    """A fresh dss-tier on BASE/mnt over BASE/ssd and BASE/hdd: (mount point, binary).
+    Unmounted after its write-back when the body succeeds; in any case stopped and BASE
+    removed. Failures become ExperimentError naming WHAT."""
+    mnt = base / "mnt"
+    tier_bin = binary.require()
+    d = daemon.spawn(tier_bin, base / "ssd", base / "hdd", mnt, options, log)
+    try:
+        daemon.wait_mounted(d)
+        yield mnt, tier_bin
+        daemon.clean_umount(mnt, tier_bin)
+    except (TierError, OSError, subprocess.SubprocessError) as err:
+        raise ExperimentError(f"{what}: {err}") from err
+    finally:
+        if daemon.alive(d):
+            with contextlib.suppress(TierError):
+                daemon.unmount(mnt)
+            daemon.stop(d, timeout=30)
+        daemon.reap()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def run_one(
     w: FsWorkload,
     config: str,
@@ -215,22 +279,12 @@ def run_one(
     log: Path,
     progress: Callable[[str], None],
 ) -> Run:
-    mode, policy = CONFIGS[config]
     base = devices / w.name / config
-    mnt = base / "mnt"
-    pool = fs_load.plan_pool(mnt / "pool", w, DEFAULT_COUNT_SCALE[w.name] * opts.scale, opts.seed)
-    cache = cache_bytes_for(config, pool, opts.cache_pct)
-    options = MountOptions(
-        cache_size=str(cache),
-        policy=policy_path(policy),
-        mode=mode,
-        ssd_model=opts.ssd_model,
-        hdd_model=opts.hdd_model,
-    )
-    tier_bin = binary.require()
-    d = daemon.spawn(tier_bin, base / "ssd", base / "hdd", mnt, options, log)
-    try:
-        daemon.wait_mounted(d)
+    root = base / "mnt" / "pool"
+    pool = fs_load.plan_pool(root, w, DEFAULT_COUNT_SCALE[w.name] * opts.scale, opts.seed)
+    cache = cache_bytes_for(config, pool, opts.cache_pct_of(w.name))
+    options = mount_options(config, cache, opts)
+    with mounted(base, options, log, f"{w.name} on {config}") as (mnt, tier_bin):
         payload = Payload()
 
         def tick(what: str) -> Callable[[int, int], None]:
@@ -248,7 +302,7 @@ def run_one(
         s0 = report.stats(mnt, tier_bin)
         setup = fs_load.populate(pool, w.request_size, opts.threads, payload, tick("setup"))
         s1 = report.stats(mnt, tier_bin)
-        phases["setup"] = _phase(setup.seconds, s0, s1)
+        phases["setup"] = phase_between(setup.seconds, s0, s1)
         cold(mnt, tier_bin)
         s1 = report.stats(mnt, tier_bin)
         count = max(1, round(w.transactions * DEFAULT_COUNT_SCALE[w.name] * opts.scale))
@@ -257,7 +311,7 @@ def run_one(
             tick("transactions"),
         )  # fmt: skip
         s2 = report.stats(mnt, tier_bin)
-        phase = _phase(tx.seconds, s1, s2)
+        phase = phase_between(tx.seconds, s1, s2)
         phase.ops, phase.bytes = len(tx.ops), tx.bytes
         phase.latency_p95_ms = latency_p95(tx)
         phases["transactions"] = phase
@@ -267,37 +321,30 @@ def run_one(
                 cold(mnt, tier_bin)
                 before = report.stats(mnt, tier_bin)
                 seconds = fs_load.run_utility(u.name, mnt, pool)
-                phases[u.name] = _phase(seconds, before, report.stats(mnt, tier_bin))
+                phases[u.name] = phase_between(seconds, before, report.stats(mnt, tier_bin))
                 progress(f"{w.name} {config} {u.name}: {seconds:.1f} s")
-        daemon.clean_umount(mnt, tier_bin)
-        return Run(w.name, config, len(pool.paths), pool.total_bytes, cache, phases, content)
-    except (TierError, OSError, subprocess.SubprocessError) as err:
-        raise ExperimentError(f"{w.name} on {config}: {err}") from err
-    finally:
-        if daemon.alive(d):
-            with contextlib.suppress(TierError):
-                daemon.unmount(mnt)
-            daemon.stop(d, timeout=30)
-        daemon.reap()
-        shutil.rmtree(base, ignore_errors=True)
+    return Run(w.name, config, len(pool.paths), pool.total_bytes, cache, phases, content)
 
 
 def check_options(opts: FsOptions) -> None:
-    unknown = [w for w in opts.workloads if w not in fs_load.WORKLOADS]
+    unknown = [w for w in opts.workloads if w not in WORKLOADS]
     unknown += [c for c in opts.configs if c not in CONFIGS]
     if unknown:
         raise ExperimentError(
             f"unknown workload or configuration: {', '.join(unknown)} "
-            f"(workloads {', '.join(fs_load.WORKLOADS)}; configurations {', '.join(CONFIGS)})"
+            f"(workloads {', '.join(WORKLOADS)}; configurations {', '.join(CONFIGS)})"
         )
     if not opts.workloads or not opts.configs:
         raise ExperimentError("at least one workload and one configuration are needed")
-    if not 0 < opts.cache_pct <= 100:
+    if opts.cache_pct is not None and not 0 < opts.cache_pct <= 100:
         raise ExperimentError(f"--cache-pct must be in (0, 100], not {opts.cache_pct}")
+    if not opts.scale > 0:
+        raise ExperimentError(f"--scale must be above 0, not {opts.scale}")
 
 
 def run_fs(out: Path, opts: FsOptions, console: Console) -> dict[str, Any]:
     """Every workload in every configuration; writes OUT/summary.json, report.md, plots."""
+    from swift_dss.experiment import tpch_run
     from swift_dss.experiment.fs_report import write_report
 
     check_options(opts)
@@ -307,23 +354,33 @@ def run_fs(out: Path, opts: FsOptions, console: Console) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     devices = Devices(out / "devices", console)
     runs: list[Run] = []
+    database: dict[str, Any] | None = None
     try:
         for wname in opts.workloads:
+            if wname == "tpch":
+                database = tpch_run.stage(devices.path, opts, console.log)
             for config in opts.configs:
                 console.log(f"{wname} on {config}")
-                runs.append(
-                    run_one(
-                        fs_load.WORKLOADS[wname], config, opts, devices.path,
-                        out / "tier.log", console.log,
-                    )
-                )  # fmt: skip
+                log = out / "tier.log"
+                if wname == "tpch":
+                    run = tpch_run.run_one(config, opts, devices.path, log, console.log)
+                else:
+                    w = fs_load.WORKLOADS[wname]
+                    run = run_one(w, config, opts, devices.path, log, console.log)
+                runs.append(run)
     finally:
+        tpch_run.unstage(devices.path)
         devices.close()
-    summary = {
+    summary: dict[str, Any] = {
         "options": asdict(opts),
-        "count_scale": {w: DEFAULT_COUNT_SCALE[w] * opts.scale for w in opts.workloads},
+        "count_scale": {
+            w: DEFAULT_COUNT_SCALE[w] * opts.scale for w in opts.workloads if w != "tpch"
+        },
+        "cache_pct": {w: opts.cache_pct_of(w) for w in opts.workloads},
         "runs": [asdict(r) for r in runs],
     }
+    if database is not None:
+        summary["tpch"] = database
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out, summary)
     return summary

@@ -1,5 +1,6 @@
 """The report of `dss experiment fs`: our figures beside the DSS paper's (SOSP'11,
-section 5), as report.md, fs.png and content.png, and the console's table."""
+section 5), as report.md, fs.png and content.png, and the console's table (the tpch
+section's own tables are in tpch_report.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from swift_dss.experiment import tpch_report
 from swift_dss.experiment.fs import CONTENT_GROUPS
 from swift_dss.experiment.fs_load import UTILITIES
 
 #: Run times the paper's text states (minutes for the servers' transactions, seconds for
-#: the utilities); "hdd" is its run without a cache, "dss" its LRU-S.
+#: the utilities and TPC-H's queries); "hdd" is its run without a cache, "dss" its LRU-S.
 PAPER_TIME = {
+    "tpch": tpch_report.PAPER_SECONDS,
     "sfs": {"hdd": 135.0, "lru": 124.0, "dss": 69.0},
     "email": {"hdd": 341.0, "lru": 262.0, "dss": 131.0},
     "find": {"lru": 48.0, "dss": 13.0},
@@ -33,6 +36,8 @@ PAPER_WRITE_BACK = {"email": {"lru": 0.54, "dss": 0.25}}
 #: E-mail: 95th percentile read latency of 2 KB messages, ms (section 5.5).
 PAPER_EMAIL_2K_READ_MS = {"hdd": 85.0, "lru": 21.0, "dss": 4.0}
 LABELS = {"hdd": "HDD only", "lru": "LRU", "dss": "DSS", "ssd": "SSD only"}
+#: The phase each workload's run time is (the one set beside the paper's).
+MAIN_PHASE = {"sfs": "transactions", "email": "transactions", "tpch": "queries"}
 
 
 def _runs(summary: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -42,7 +47,13 @@ def _runs(summary: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def _groups(runs: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     """The content groups any run holds, in the paper's stacking order."""
     present = {g for r in runs.values() for g in r["content"]}
-    return [g for g in [*(name for name, _ids in CONTENT_GROUPS), "other"] if g in present]
+    order = dict.fromkeys([*(name for name, _ids in CONTENT_GROUPS), *tpch_report.GROUPS])
+    return [g for g in order if g in present]
+
+
+def _key(workload: str, phase: str) -> str:
+    """PAPER_TIME's key: the workload for its main phase, else the utility."""
+    return workload if phase == MAIN_PHASE.get(workload) else phase
 
 
 def _io(p: dict[str, Any], op: str) -> str:
@@ -62,7 +73,7 @@ def speedups(summary: dict[str, Any]) -> list[dict[str, Any]]:
     names = [(w, "transactions") for w in ("sfs", "email")]
     names += [("sfs", u.name) for u in UTILITIES]
     for workload, phase in names:
-        key = workload if phase == "transactions" else phase
+        key = _key(workload, phase)
 
         def t(config: str, workload: str = workload, phase: str = phase) -> float | None:
             r = runs.get((workload, config))
@@ -75,7 +86,7 @@ def speedups(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             ref = paper[slow] / paper[fast] if slow in paper and fast in paper else None
             out.append({"what": f"{key}: {fast} over {slow}", "measured": a / b, "paper": ref})
-    return out
+    return out + tpch_report.speedups(summary)
 
 
 def email_2k_read_ms(summary: dict[str, Any]) -> dict[str, float]:
@@ -95,9 +106,9 @@ def print_fs(summary: dict[str, Any], console: Console) -> None:
         table.add_column(col, justify="left" if col in ("workload", "config", "phase") else "right")
     for (w, config), r in runs.items():
         for name, p in r["phases"].items():
-            if name == "setup":
+            if name in ("setup", "load"):
                 continue
-            key = w if name == "transactions" else name
+            key = _key(w, name)
             ref = PAPER_TIME.get(key, {}).get(config)
             unit = " min" if name == "transactions" else " s"
             hit = PAPER_READ_HIT.get(key, {}).get(config)
@@ -120,15 +131,18 @@ def print_fs(summary: dict[str, Any], console: Console) -> None:
 
 def write_report(out: Path, summary: dict[str, Any]) -> Path:
     runs = _runs(summary)
+    pct = summary.get("cache_pct") or {w: summary["options"]["cache_pct"] for w, _c in runs}
     lines = [
         "# dss experiment fs",
         "",
         "The DSS paper's own evaluation (SOSP'11, section 5) on dss-tier: each workload on a",
         "fresh mount per configuration, device models on "
         f"(SSD `{summary['options']['ssd_model']}`, HDD `{summary['options']['hdd_model']}`), "
-        f"cache {summary['options']['cache_pct']:g}% of the pool (SSD only: room for "
-        f"everything), {summary['options']['threads']} threads. Pools scaled by "
-        + ", ".join(f"{w} {s:.4g}" for w, s in summary["count_scale"].items())
+        "cache "
+        + ", ".join(f"{w} {p:.3g}%" for w, p in pct.items())
+        + " of the data (SSD only: room for everything), "
+        f"{summary['options']['threads']} threads. Pools scaled by "
+        + (", ".join(f"{w} {s:.4g}" for w, s in summary["count_scale"].items()) or "-")
         + " of the paper's. The paper's figures are in parentheses (its run times are",
         "minutes on a RAID of 5 disks at full scale; compare the ratios).",
         "",
@@ -153,11 +167,12 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
     for s in speedups(summary):
         ref = "-" if s["paper"] is None else f"{s['paper']:.2f}"
         lines.append(f"| {s['what']} | {s['measured']:.2f} | {ref} |")
+    servers = {k: r for k, r in runs.items() if k[0] != "tpch"}
     lines += ["", "## Cache content after the transactions (Fig. 2)", ""]
-    groups = _groups(runs)
+    groups = _groups(servers)
     lines.append("| workload | config | " + " | ".join(groups) + " |")
     lines.append("| --- | --- |" + " ---: |" * len(groups))
-    for (w, config), r in runs.items():
+    for (w, config), r in servers.items():
         if config in ("lru", "dss"):
             lines.append(
                 f"| {w} | {config} | "
@@ -182,7 +197,9 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
             ref = PAPER_EMAIL_2K_READ_MS.get(config)
             lines.append(f"| {config} | {ms:.1f} | {'-' if ref is None else f'{ref:g}'} |")
         lines.append("")
-    lines += ["Utilities: " + "; ".join(f"`{u.name}`: {u.what}" for u in UTILITIES) + ".", ""]
+    lines += tpch_report.section(summary)
+    if any(w == "sfs" for w, _c in runs):
+        lines += ["Utilities: " + "; ".join(f"`{u.name}`: {u.what}" for u in UTILITIES) + ".", ""]
     lines += ["![run times](fs.png)", "", "![cache content](content.png)", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
@@ -198,11 +215,14 @@ def plot(out: Path, summary: dict[str, Any]) -> None:
 
     runs = _runs(summary)
     panels = [(w, "transactions") for w in ("sfs", "email")] + [("sfs", u.name) for u in UTILITIES]
+    panels += [("tpch", "queries")]
     panels = [p for p in panels if any((p[0], c) in runs for c in LABELS)]
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(3.2 * max(1, len(panels)), 3.4))
+    # Room for the title above a single panel.
+    width = max(6.4, 3.2 * len(panels))
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(width, 3.4))
     axes = list(axes) if len(panels) > 1 else [axes]
     for ax, (w, phase) in zip(axes, panels, strict=False):
-        key = w if phase == "transactions" else phase
+        key = _key(w, phase)
         configs = [c for c in LABELS if (w, c) in runs and phase in runs[(w, c)]["phases"]]
         ours = [runs[(w, c)]["phases"][phase]["seconds"] for c in configs]
         base = ours[configs.index("lru")] if "lru" in configs else max(ours)
@@ -213,7 +233,7 @@ def plot(out: Path, summary: dict[str, Any]) -> None:
             ax.scatter(xs, [paper[configs[i]] / paper["lru"] for i in xs], marker="D",
                        color="black", s=18, zorder=3)  # fmt: skip
         ax.set_xticks(range(len(configs)), [LABELS[c] for c in configs], rotation=30)
-        ax.set_title(f"{key}" + (" transactions" if phase == "transactions" else ""))
+        ax.set_title(f"{key}" + (f" {phase}" if key == w else ""))
         ax.set_ylabel("run time / LRU's")
     fig.suptitle("dss experiment fs: run time relative to LRU (diamonds: the paper)")
     fig.tight_layout()
@@ -230,7 +250,7 @@ def plot(out: Path, summary: dict[str, Any]) -> None:
         bottom = [a + v for a, v in zip(bottom, vals, strict=True)]
     ax.set_xticks(range(len(bars)), [f"{w} {LABELS[c]}" for w, c in bars])
     ax.set_ylabel("% of cached bytes")
-    ax.set_title("cache content after the transactions (paper Fig. 2)")
+    ax.set_title("cache content after the transactions or queries (paper Fig. 2)")
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(out / "content.png", dpi=110)

@@ -132,7 +132,7 @@ def test_cli_refuses_bad_options_in_one_line(tmp_path: Path) -> None:
 
     for args, said in (
         (["--configs", "hdd,raid"], "unknown workload or configuration: raid"),
-        (["--workloads", "tpch"], "unknown workload or configuration: tpch"),
+        (["--workloads", "tpch,tpcc"], "unknown workload or configuration: tpcc"),
         (["--cache-pct", "0"], "Invalid value for '--cache-pct'"),
         (["--scale", "-1"], "Invalid value for '--scale'"),
         (["--threads", "0"], "Invalid value for '--threads'"),
