@@ -131,15 +131,6 @@ def run_case(case: Case, out: Path, sweep_args: list[str], console: Console) -> 
     return json.loads((case_dir / "results.json").read_text())
 
 
-def peak_by_size(doc: dict[str, Any], op: str) -> dict[int, dict[str, Any]]:
-    """Size -> the row of the best parallelism for it (the study's "peak bandwidth")."""
-    out: dict[int, dict[str, Any]] = {}
-    for r in doc["rows"]:
-        if r["op"] == op and (r["size"] not in out or r["mbps"] > out[r["size"]]["mbps"]):
-            out[r["size"]] = r
-    return out
-
-
 def sweep_distance(
     out: Path, cases: tuple[Case, ...], sweep_args: list[str], console: Console
 ) -> dict[str, Any]:
@@ -154,7 +145,7 @@ def sweep_distance(
         "cases": [asdict(c) for c in cases],
         "peak": {
             name: {
-                op: {str(s): r["mbps"] for s, r in sorted(peak_by_size(doc, op).items())}
+                op: {str(s): r["mbps"] for s, r in sorted(hou.peak_by_size(doc, op).items())}
                 for op in doc["ops"]
             }
             for name, doc in docs.items()
@@ -207,7 +198,7 @@ def write_report(out: Path, summary: dict[str, Any], docs: dict[str, dict[str, A
         for s in sizes:
             cells = []
             for name in summary["peak"]:
-                r = peak_by_size(docs[name], op).get(s)
+                r = hou.peak(docs[name], op, s)
                 cells.append("-" if r is None else f"{r['mbps']:.2f} (x{r['parallelism']})")
             md.append(f"| {format_size(s)} | " + " | ".join(cells) + " |")
         md.append("")

@@ -33,9 +33,17 @@ def cell(doc: dict[str, Any], op: str, size: int, parallelism: int) -> dict[str,
     return None
 
 
+def peak_by_size(doc: dict[str, Any], op: str) -> dict[int, dict[str, Any]]:
+    """Size -> the row of the best parallelism for it (the study's "peak bandwidth")."""
+    out: dict[int, dict[str, Any]] = {}
+    for r in doc["rows"]:
+        if r["op"] == op and (r["size"] not in out or r["mbps"] > out[r["size"]]["mbps"]):
+            out[r["size"]] = r
+    return out
+
+
 def peak(doc: dict[str, Any], op: str, size: int) -> dict[str, Any] | None:
-    rows = [r for r in doc["rows"] if r["op"] == op and r["size"] == size]
-    return max(rows, key=lambda r: r["mbps"]) if rows else None
+    return peak_by_size(doc, op).get(size)
 
 
 def _ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, field: str) -> float | None:
