@@ -24,12 +24,11 @@ from typing import Any
 from rich.console import Console
 
 from swift_dss import policies
+from swift_dss.experiment import bootstrap, intervals, orders
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment import orders
 from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
 from swift_dss.experiment.paper import FIG7, HEADLINES
-from swift_dss.experiment.repeats import combine, ratio_ci
 from swift_dss.experiment.scale import (
     MIB,
     Scale,
@@ -345,13 +344,21 @@ def caching(
         if on_entry:
             on_entry(cfg.key, e)
     # What any run measured counts in the summary, whatever this one selected.
+    samples: dict[str, dict[str, Any]] = {}
     for cfg in every:
-        for done in sorted((out / "runs" / cfg.slug).glob("r*/entry.json")):
+        kept_files = sorted((out / "runs" / cfg.slug).glob("r*/entry.json"))
+        for done in kept_files:
             kept = json.loads(done.read_text())
             check_kept(kept, testbed, done)
             runs[cfg.key].append(kept)
-    entries = {key: combine(found) for key, found in runs.items() if found}
-    summary = build_summary(entries, setup, pcts, [c.key for c in every])
+        if len(kept_files) == 1:  # a single run's intervals come from its requests
+            record = kept_files[0].parent / "loadgen" / "recorder.json"
+            samples[cfg.key] = bootstrap.load(record) if record.exists() else {}
+    entries = {
+        key: intervals.single_or_combined(found, samples.get(key)) for key, found in runs.items()
+    }
+    entries = {key: e for key, e in entries.items() if e}
+    summary = build_summary(entries, setup, pcts, [c.key for c in every], samples)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     from swift_dss.experiment.caching_report import write_report
 
@@ -384,10 +391,13 @@ def build_summary(
     setup: dict[str, Any],
     pcts: tuple[float, ...],
     expected: list[str] | None = None,
+    samples: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """summary.json: an entry per configuration and cache size ("hdd@10%", "dss@5%", ...);
     HDD only and SSD only are measured once and appear under every cache size. EXPECTED
-    (default: the paper's configurations) names those reported missing if not in ENTRIES."""
+    (default: the paper's configurations) names those reported missing if not in ENTRIES.
+    SAMPLES (configuration -> its run's requests per phase) gives a ratio of two single
+    runs its bootstrap interval; ratios of repeated configurations pair the repeats."""
     expected = expected or [c.key for c in configurations(pcts)]
     extra = sorted({k.split("@", 1)[0] for k in [*entries, *expected] if "@" in k})
     bases = ["hdd", "ssd", "lru", "dss", *(b for b in extra if b not in ("lru", "dss"))]
@@ -421,7 +431,7 @@ def build_summary(
             {
                 "what": f"{num} / {den} {metric}",
                 "measured": measured,
-                "ci": ratio_ci(keyed.get(num, {}), keyed.get(den, {}), metric),
+                "ci": intervals.headline_ci(keyed, num, den, metric, measured, samples or {}),
                 "paper": paper_ratio,
                 "target": target or None,
                 "met": None if measured is None or not target else measured >= target,

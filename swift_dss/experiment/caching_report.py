@@ -67,9 +67,10 @@ def fig7_table(summary: dict[str, Any]) -> list[str]:
 
 
 def with_ci(e: dict[str, Any], metric: str) -> str:
-    """A figure, with its 95% interval over the repeats when there were several."""
+    """A figure, with its 95% interval: over the repeats when there were several, from
+    its requests (bootstrap) when there was one run."""
     ci = (e.get("ci") or {}).get(metric)
-    if not ci or len(e.get("repeats") or []) < 2:
+    if not ci or (len(e.get("repeats") or []) < 2 and e.get("ci_from") != "requests"):
         return _f(e.get(metric))
     return f"{_f(e.get(metric))} [{_f(ci[0])}-{_f(ci[1])}]"
 
@@ -123,7 +124,8 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         return [
             f"- Cluster: all-in-one Swift, {sc['devices']} devices (dss-tier mounts, SSD model "
             f"intel710, HDD model st1000nm0011), {sc['replicas']} replicas, {sc['workers']} "
-            "workers per server; a fresh cluster per configuration."
+            "workers per server; a fresh cluster per configuration.",
+            repeats_line(setup.get("repeats", 1)),
         ]
     st = tb["settings"]
     k = tb["dilation"]
@@ -139,10 +141,22 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         f"- Time dilation K = {k}: every link rate and device divided by {k}, every timeout "
         f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
         f"(bandwidths and request rates x{k}, times /{k}).",
-        f"- Repeats: {setup.get('repeats', 1)} per configuration; a figure's interval in "
-        "brackets is its 95% Student t interval over them, a ratio's is over the repeats' "
-        "paired ratios.",
+        repeats_line(setup.get("repeats", 1)),
     ]
+
+
+def repeats_line(n: int) -> str:
+    if n > 1:
+        return (
+            f"- Repeats: {n} per configuration; a figure's interval in brackets is its 95% "
+            "Student t interval over them, a ratio's is over the repeats' paired ratios."
+        )
+    return (
+        "- One run per configuration; a figure's interval in brackets, and a ratio's, is a "
+        "95% percentile bootstrap over the run's own requests (2,000 resamples of the "
+        "phase's requests; bandwidth as clients x bytes / summed request time): how much "
+        "the figure depends on which requests were drawn, not how runs vary."
+    )
 
 
 def devices_table(summary: dict[str, Any]) -> list[str]:

@@ -54,8 +54,15 @@ def test_caching_tiny(tmp_path: Path) -> None:
         assert summary[key]["down_s"] >= 0
         for device in (cluster / "cluster" / "devices").iterdir():
             assert mount_type(device) is None
+        # One run: its figures' intervals come from its own requests.
+        assert summary[key]["ci_from"] == "requests"
+        low, high = summary[key]["ci"]["get_ttfb_ms"]
+        assert low <= summary[key]["get_ttfb_ms"] <= high
+    ratio = next(h for h in summary["headlines"] if h["what"] == "dss@10% / lru@10% get_mbps")
+    assert ratio["ci"][0] <= ratio["measured"] <= ratio["ci"][1]
     assert summary["missing"] == []
-    assert (out / "report.md").read_text().startswith("# Caching")
+    report = (out / "report.md").read_text()
+    assert report.startswith("# Caching") and "bootstrap over the run's own requests" in report
     assert (out / "fig7.png").exists()
     # Resumable: a rerun measures nothing again.
     before = (out / "runs" / "dss-10" / "r1" / "entry.json").stat().st_mtime

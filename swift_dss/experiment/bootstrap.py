@@ -1,0 +1,132 @@
+"""95% intervals of one run's figures and of the ratios between two runs, by resampling
+the run's own requests (a percentile bootstrap).
+
+A run of the paper's workload is a closed loop: N clients, each sending its next request
+as soon as the last one ends. Over a phase the clients are busy the whole time, so the
+phase's bandwidth is N x (bytes moved) / (summed request time) and its request rate N /
+(mean request time) (Little's law). Resampling the phase's successful requests with
+replacement and recomputing these estimators shows how much the figure depends on which
+requests the run happened to draw: a few large objects carrying most of the bytes widen
+the interval, as they should. The interval is applied to the measured figure as the
+spread of the resampled estimator relative to the full sample's, so the edge effects of
+a phase's start and end, which the estimator ignores, do not shift it.
+
+It does not see what moves between runs of the same draw (the machine's other load, the
+order the cluster served the requests in): `--repeats 3` or more gives Student t
+intervals over whole runs for that (swift_dss/experiment/repeats.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+from swift_dss.loadgen.stats import Recorder
+
+#: Resamples: the 2.5% and 97.5% quantiles of 2,000 draws move by under 1% between seeds.
+DRAWS = 2000
+SEED = 20071
+#: Columns of a sample matrix.
+BYTES, TTFB, LAT = 0, 1, 2
+
+Estimator = Callable[[np.ndarray], np.ndarray]
+
+
+def _sum(col: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda m: m[..., col].sum(axis=-1)
+
+
+def _mean(col: int) -> Estimator:
+    return lambda m: m[..., col].mean(axis=-1)
+
+
+def _p99(col: int) -> Estimator:
+    return lambda m: np.percentile(m[..., col], 99, axis=-1)
+
+
+#: figure -> (phase op, estimator over a (draws, n, 3) or (n, 3) matrix).
+ESTIMATORS: dict[str, tuple[str, Estimator]] = {
+    "put_mbps": ("put", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
+    "get_mbps": ("get", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
+    "put_ops_per_s": ("put", lambda m: 1 / _mean(LAT)(m)),
+    "get_ops_per_s": ("get", lambda m: 1 / _mean(LAT)(m)),
+    "put_latency_ms": ("put", _mean(LAT)),
+    "get_latency_ms": ("get", _mean(LAT)),
+    "get_ttfb_ms": ("get", _mean(TTFB)),
+    "put_p99_ms": ("put", _p99(LAT)),
+    "get_ttfb_p99_ms": ("get", _p99(TTFB)),
+}
+
+
+def phase_requests(recorder: Recorder, op: str) -> np.ndarray:
+    """(n, 3) matrix of (bytes, ttfb us, latency us) of the successful OP requests of the
+    phase named OP, every object type together (the phase rows' figures)."""
+    rows = [
+        r for key, cell in recorder.cells.items() if key[0] == op and key[1] == op
+        for r in cell.requests()
+    ]  # fmt: skip
+    return np.array(rows, dtype=np.float64).reshape(-1, 3)
+
+
+def load(path: Path) -> dict[str, np.ndarray]:
+    """Per phase op, the requests a run's recorder.json kept; {} for a record without them."""
+    import json
+
+    recorder = Recorder.from_json(json.loads(path.read_text()))
+    got = {op: phase_requests(recorder, op) for op in ("put", "get")}
+    return {op: m for op, m in got.items() if len(m)}
+
+
+def relative_draws(samples: np.ndarray, estimator: Estimator, seed: int = SEED) -> np.ndarray:
+    """DRAWS values of ESTIMATOR on resamples of SAMPLES, each over its value on SAMPLES."""
+    rng = np.random.default_rng(seed)
+    whole = float(estimator(samples))
+    if not whole:
+        return np.ones(DRAWS)
+    draws = np.empty(DRAWS)
+    step = max(1, 2_000_000 // max(1, len(samples)))  # bounds one batch to ~50 MB
+    for start in range(0, DRAWS, step):
+        n = min(step, DRAWS - start)
+        idx = rng.integers(0, len(samples), size=(n, len(samples)))
+        draws[start : start + n] = estimator(samples[idx]) / whole
+    return draws
+
+
+def _interval(value: float, rel: np.ndarray) -> list[float]:
+    low, high = np.quantile(rel, [0.025, 0.975])
+    return [round(value * float(low), 5), round(value * float(high), 5)]
+
+
+def figure_cis(
+    entry: dict[str, object], samples: dict[str, np.ndarray], figures: Iterable[str]
+) -> dict[str, list[float]]:
+    """figure -> [low, high]: ENTRY's figure times the 95% range of its relative draws."""
+    out: dict[str, list[float]] = {}
+    for name in figures:
+        value = entry.get(name)
+        if name not in ESTIMATORS or not isinstance(value, int | float):
+            continue
+        op, est = ESTIMATORS[name]
+        if op in samples:
+            out[name] = _interval(float(value), relative_draws(samples[op], est))
+    return out
+
+
+def ratio_ci(
+    measured: float | None,
+    num: dict[str, np.ndarray],
+    den: dict[str, np.ndarray],
+    metric: str,
+) -> list[float] | None:
+    """95% interval of MEASURED = num's METRIC / den's, each run resampled on its own
+    (different seeds: the two runs' requests are independent); None without samples."""
+    if measured is None or metric not in ESTIMATORS:
+        return None
+    op, est = ESTIMATORS[metric]
+    if op not in num or op not in den:
+        return None
+    rel = relative_draws(num[op], est, SEED) / relative_draws(den[op], est, SEED + 1)
+    low, high = _interval(measured, rel)
+    return [round(low, 4), round(high, 4)]

@@ -1,0 +1,134 @@
+"""Per-request bootstrap intervals of a single run: the requests the recorder keeps, the
+intervals of a run's figures and of the ratio of two runs, and where the caching summary
+uses them instead of the repeats' Student t intervals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from swift_dss.experiment import bootstrap, intervals
+from swift_dss.loadgen.stats import Recorder
+
+
+def recorder_of(requests: list[tuple[str, int, float, float]], t0: float = 0.0) -> Recorder:
+    """(op, bytes, ttfb s, latency s) per request, each in the phase named by its op."""
+    rec = Recorder(t0)
+    for op, nbytes, ttfb, lat in requests:
+        rec.record((op, op, "Files", 25, "small"), "201", t0 + lat, ttfb, lat, nbytes)
+    return rec
+
+
+def test_recorder_keeps_each_successful_request_and_round_trips() -> None:
+    rec = recorder_of([("put", 100, 0.01, 0.02), ("put", 300, 0.02, 0.04)])
+    rec.record(("put", "put", "Files", 25, "small"), "503", 1.0, 0.1, 0.1, 999)
+    other = recorder_of([("get", 50, 0.001, 0.003)])
+    rec.merge(other)
+    back = Recorder.from_json(json.loads(json.dumps(rec.to_json())))
+    put = bootstrap.phase_requests(back, "put")
+    # The failed PUT is counted in the cell but not kept as a sample.
+    assert put.tolist() == [[100, 10_000, 20_000], [300, 20_000, 40_000]]
+    assert bootstrap.phase_requests(back, "get").tolist() == [[50, 1_000, 3_000]]
+    # A record written before requests were kept still loads, with none.
+    old = rec.to_json()
+    for _key, cell in old["cells"]:
+        del cell["done"]
+    assert len(bootstrap.phase_requests(Recorder.from_json(old), "put")) == 0
+
+
+def matrix(rows: list[tuple[int, int, int]]) -> np.ndarray:
+    return np.array(rows, dtype=np.float64)
+
+
+def test_identical_requests_give_no_width_and_one_large_object_a_wide_interval() -> None:
+    same = matrix([(1 << 20, 10_000, 50_000)] * 200)
+    ci = bootstrap.figure_cis({"put_mbps": 20.0}, {"put": same}, ["put_mbps"])
+    assert ci["put_mbps"] == [20.0, 20.0]
+    # One object of 100 MiB among 199 of 1 MiB: which draws include it decides the figure.
+    skewed = matrix([(1 << 20, 10_000, 50_000)] * 199 + [(100 << 20, 10_000, 2_000_000)])
+    low, high = bootstrap.figure_cis({"put_mbps": 20.0}, {"put": skewed}, ["put_mbps"])["put_mbps"]
+    assert low < 20.0 < high
+    assert high / low > 1.5
+    # Latency and request rate come from the same requests; a figure with no samples
+    # (its phase absent) gets no interval.
+    got = bootstrap.figure_cis(
+        {"put_latency_ms": 60.0, "put_ops_per_s": 5.0, "get_mbps": 3.0},
+        {"put": skewed},
+        ["put_latency_ms", "put_ops_per_s", "get_mbps"],
+    )
+    assert got["put_latency_ms"][0] < 60.0 < got["put_latency_ms"][1]
+    assert got["put_ops_per_s"][0] < 5.0 < got["put_ops_per_s"][1]
+    assert "get_mbps" not in got
+
+
+def test_the_interval_of_a_mean_covers_the_true_mean_about_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(7)
+    trials, covered = 120, 0
+    for seed in range(trials):
+        lat = rng.exponential(100_000, size=300)  # true mean 100 ms
+        sample = np.stack([np.full(300, 4096.0), lat / 2, lat], axis=1)
+        measured = float(lat.mean()) / 1000
+        rel = bootstrap.relative_draws(sample, bootstrap.ESTIMATORS["put_latency_ms"][1], seed)
+        low, high = measured * np.quantile(rel, [0.025, 0.975])
+        covered += low <= 100.0 <= high
+    assert 0.88 <= covered / trials <= 0.99
+
+
+def test_ratio_interval_resamples_each_run() -> None:
+    small = matrix([(1 << 20, 5_000, 20_000)] * 100 + [(1 << 20, 5_000, 80_000)] * 100)
+    ci = bootstrap.ratio_ci(2.0, {"get": small}, {"get": small}, "get_mbps")
+    assert ci is not None and ci[0] < 2.0 < ci[1]
+    # Fewer requests, wider interval.
+    few = small[::20]
+    wide = bootstrap.ratio_ci(2.0, {"get": few}, {"get": few}, "get_mbps")
+    assert wide is not None and wide[1] - wide[0] > ci[1] - ci[0]
+    assert bootstrap.ratio_ci(2.0, {"get": small}, {}, "get_mbps") is None
+    assert bootstrap.ratio_ci(None, {"get": small}, {"get": small}, "get_mbps") is None
+    assert bootstrap.ratio_ci(2.0, {"get": small}, {"get": small}, "failure_rate") is None
+
+
+def write_run(out: Path, slug: str, rep: int, requests: list[tuple[str, int, float, float]]):
+    run = out / "runs" / slug / f"r{rep}"
+    (run / "loadgen").mkdir(parents=True)
+    rec = recorder_of(requests)
+    (run / "loadgen" / "recorder.json").write_text(json.dumps(rec.to_json()))
+    return run
+
+
+def test_one_run_takes_its_intervals_from_its_requests_and_repeats_from_the_repeats(
+    tmp_path: Path,
+) -> None:
+    reqs = [("put", 1 << 20, 0.01, 0.02 * (1 + i % 7)) for i in range(150)]
+    run = write_run(tmp_path, "dss-10", 1, reqs)
+    samples = bootstrap.load(run / "loadgen" / "recorder.json")
+    one = intervals.single_or_combined([{"key": "dss@10%", "put_mbps": 30.0}], samples)
+    assert one is not None and one["ci_from"] == "requests"
+    assert one["ci"]["put_mbps"][0] < 30.0 < one["ci"]["put_mbps"][1]
+    two = intervals.single_or_combined(
+        [{"key": "dss@10%", "put_mbps": 30.0}, {"key": "dss@10%", "put_mbps": 34.0}], None
+    )
+    assert two is not None and two["ci_from"] == "repeats"
+    assert two["ci"]["put_mbps"][0] < 32.0 < two["ci"]["put_mbps"][1]
+    assert intervals.single_or_combined([], samples) is None
+
+
+def test_headline_of_single_runs_gets_a_bootstrap_interval() -> None:
+    a = matrix([(1 << 20, 5_000, 20_000 + 1_000 * (i % 9)) for i in range(200)])
+    keyed = {
+        "dss@10%": {"measured_as": "dss@10%", "put_mbps": 30.0, "repeats": [{}]},
+        "lru@10%": {"measured_as": "lru@10%", "put_mbps": 10.0, "repeats": [{}]},
+    }
+    samples = {"dss@10%": {"put": a}, "lru@10%": {"put": a * [1, 1, 3]}}
+    ci = intervals.headline_ci(keyed, "dss@10%", "lru@10%", "put_mbps", 3.0, samples)
+    assert ci is not None and ci[0] < 3.0 < ci[1]
+    assert intervals.headline_ci(keyed, "dss@10%", "lru@10%", "put_mbps", 3.0, {}) is None
+    assert intervals.headline_ci(keyed, "dss@10%", "hdd@10%", "put_mbps", None, samples) is None
+
+
+@pytest.mark.parametrize("op", ["put", "get"])
+def test_load_returns_only_phases_with_requests(tmp_path: Path, op: str) -> None:
+    run = write_run(tmp_path, "lru-10", 1, [(op, 10, 0.001, 0.002)])
+    assert set(bootstrap.load(run / "loadgen" / "recorder.json")) == {op}
