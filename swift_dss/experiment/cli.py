@@ -106,7 +106,8 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
         "--repeats",
         type=click.IntRange(1, 30),
         default=None,
-        help="runs of each configuration, for 95% intervals  [default: 3 on netns, 1 on saio]",
+        help="runs of each configuration; with 2 or more, 95% intervals over the runs, "
+        "with 1, over the run's requests (bootstrap)  [default: 1]",
     )(with_testbed)
     with_testbed = click.option(
         "--dilation",
@@ -169,7 +170,7 @@ def caching(
     base = DEFAULT if testbed.kind == "saio" else TESTBED_DEFAULT.dilated(testbed.dilation)
     scale = make_scale(base, scale_args.factor, **scale_args.overrides())
     if repeats is None:
-        repeats = 1 if testbed.kind == "saio" else TESTBED_REPEATS
+        repeats = TESTBED_REPEATS
     try:
         pcts = tuple(float(p) for p in cache_pcts.split(","))
     except ValueError as err:
