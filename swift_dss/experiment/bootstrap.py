@@ -114,19 +114,59 @@ def figure_cis(
     return out
 
 
+def matched(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of A and of B that are the same requests, in the same order.
+
+    Two configurations ran the same seeded plan, so a request is known by its object,
+    and an object by its size (drawn in bytes, so two objects rarely share one; when
+    they do, they are of the same size anyway). Repeated GETs of one object pair in
+    order. A request that failed in either run drops out."""
+    ia = np.argsort(a[:, BYTES], kind="stable")
+    ib = np.argsort(b[:, BYTES], kind="stable")
+    sa, sb = a[ia, BYTES], b[ib, BYTES]
+    keep_a: list[int] = []
+    keep_b: list[int] = []
+    i = j = 0
+    while i < len(sa) and j < len(sb):
+        if sa[i] < sb[j]:
+            i += 1
+        elif sa[i] > sb[j]:
+            j += 1
+        else:
+            keep_a.append(int(ia[i]))
+            keep_b.append(int(ib[j]))
+            i += 1
+            j += 1
+    return a[keep_a], b[keep_b]
+
+
 def ratio_ci(
     measured: float | None,
     num: dict[str, np.ndarray],
     den: dict[str, np.ndarray],
     metric: str,
 ) -> list[float] | None:
-    """95% interval of MEASURED = num's METRIC / den's, each run resampled on its own
-    (different seeds: the two runs' requests are independent); None without samples."""
+    """95% interval of MEASURED = num's METRIC / den's; None without samples.
+
+    The two runs are resampled in pairs: each resample draws the same requests (`matched`)
+    from both, so which objects were drawn, which moves both runs alike (one large object
+    more or less), cancels in the ratio, and what is left is how differently the two
+    configurations served the same requests. Runs that share under half their requests
+    (not the same plan) are resampled each on its own."""
     if measured is None or metric not in ESTIMATORS:
         return None
     op, est = ESTIMATORS[metric]
     if op not in num or op not in den:
         return None
-    rel = relative_draws(num[op], est, SEED) / relative_draws(den[op], est, SEED + 1)
+    a, b = matched(num[op], den[op])
+    if len(a) * 2 < min(len(num[op]), len(den[op])):
+        rel = relative_draws(num[op], est, SEED) / relative_draws(den[op], est, SEED + 1)
+    else:
+        rel = relative_draws(np.concatenate([a, b], axis=1), paired_ratio(est), SEED)
     low, high = _interval(measured, rel)
     return [round(low, 4), round(high, 4)]
+
+
+def paired_ratio(est: Estimator) -> Estimator:
+    """The estimator's ratio between the two halves of matched rows side by side."""
+    return lambda m: est(m[..., :3]) / est(m[..., 3:])

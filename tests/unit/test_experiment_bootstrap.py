@@ -77,17 +77,36 @@ def test_the_interval_of_a_mean_covers_the_true_mean_about_95_percent_of_the_tim
     assert 0.88 <= covered / trials <= 0.99
 
 
-def test_ratio_interval_resamples_each_run() -> None:
-    small = matrix([(1 << 20, 5_000, 20_000)] * 100 + [(1 << 20, 5_000, 80_000)] * 100)
-    ci = bootstrap.ratio_ci(2.0, {"get": small}, {"get": small}, "get_mbps")
-    assert ci is not None and ci[0] < 2.0 < ci[1]
-    # Fewer requests, wider interval.
-    few = small[::20]
-    wide = bootstrap.ratio_ci(2.0, {"get": few}, {"get": few}, "get_mbps")
-    assert wide is not None and wide[1] - wide[0] > ci[1] - ci[0]
-    assert bootstrap.ratio_ci(2.0, {"get": small}, {}, "get_mbps") is None
-    assert bootstrap.ratio_ci(None, {"get": small}, {"get": small}, "get_mbps") is None
-    assert bootstrap.ratio_ci(2.0, {"get": small}, {"get": small}, "failure_rate") is None
+def test_ratio_interval_pairs_the_same_requests_of_two_runs() -> None:
+    rng = np.random.default_rng(3)
+    sizes = np.append(rng.integers(1 << 10, 1 << 20, size=199), 100 << 20).astype(float)
+    lat = 20_000 + sizes / 50
+    dss = np.stack([sizes, lat / 2, lat], axis=1)
+    # The same requests, each three times as slow: which ones a resample draws (the large
+    # object or not) moves both runs alike, and the ratio not at all.
+    lru = dss * [1, 3, 3]
+    assert bootstrap.ratio_ci(3.0, {"put": dss}, {"put": lru}, "put_mbps") == [3.0, 3.0]
+    # Each request slowed by its own factor: an interval around the measured ratio.
+    noisy = dss * np.stack([np.ones(200), *(2 * [rng.uniform(2, 4, size=200)])], axis=1)
+    ci = bootstrap.ratio_ci(3.0, {"put": dss}, {"put": noisy}, "put_mbps")
+    assert ci is not None and ci[0] < 3.0 < ci[1]
+    # Runs of different plans share no request: resampled each on its own, the large
+    # object decides both and the interval is far wider.
+    other = lru * [1.0001, 1, 1]
+    apart = bootstrap.ratio_ci(3.0, {"put": dss}, {"put": other}, "put_mbps")
+    assert apart is not None and apart[1] - apart[0] > 10 * (ci[1] - ci[0])
+    assert bootstrap.ratio_ci(3.0, {"put": dss}, {}, "put_mbps") is None
+    assert bootstrap.ratio_ci(None, {"put": dss}, {"put": lru}, "put_mbps") is None
+    assert bootstrap.ratio_ci(3.0, {"put": dss}, {"put": lru}, "failure_rate") is None
+
+
+def test_requests_match_on_their_objects_and_failed_ones_drop_out() -> None:
+    a = matrix([(300, 1, 2), (100, 1, 2), (200, 1, 2), (100, 1, 4), (50, 1, 1)])
+    b = matrix([(100, 5, 6), (200, 5, 6), (100, 5, 7), (300, 5, 6)])  # 50 failed here
+    ma, mb = bootstrap.matched(a, b)
+    assert ma[:, 0].tolist() == mb[:, 0].tolist() == [100, 100, 200, 300]
+    # Two GETs of one object pair in the order each run recorded them.
+    assert ma[:2, 2].tolist() == [2, 4] and mb[:2, 2].tolist() == [6, 7]
 
 
 def write_run(out: Path, slug: str, rep: int, requests: list[tuple[str, int, float, float]]):
@@ -121,7 +140,8 @@ def test_headline_of_single_runs_gets_a_bootstrap_interval() -> None:
         "dss@10%": {"measured_as": "dss@10%", "put_mbps": 30.0, "repeats": [{}]},
         "lru@10%": {"measured_as": "lru@10%", "put_mbps": 10.0, "repeats": [{}]},
     }
-    samples = {"dss@10%": {"put": a}, "lru@10%": {"put": a * [1, 1, 3]}}
+    slower = np.array([[1, 1, 2 + i % 3] for i in range(200)])
+    samples = {"dss@10%": {"put": a}, "lru@10%": {"put": a * slower}}
     ci = intervals.headline_ci(keyed, "dss@10%", "lru@10%", "put_mbps", 3.0, samples)
     assert ci is not None and ci[0] < 3.0 < ci[1]
     assert intervals.headline_ci(keyed, "dss@10%", "lru@10%", "put_mbps", 3.0, {}) is None
