@@ -11,11 +11,10 @@ from swift_dss.deploy.cluster_config import ClusterConfig
 from swift_dss.deploy.tempauth import DEFAULT_USERS, tempauth_options
 from swift_dss.policies import policy_path
 from swift_dss.tierctl import TierError, binary
-from swift_dss.tierctl.options import MountOptions, cache_size_bytes
+from swift_dss.tierctl.options import MountOptions, cache_size_bytes, model_error
 
 TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
 #: Device model profiles dss-tier knows (each may carry ":key=value,..." overrides).
-MODEL_PROFILES = ("none", "st1000nm0011", "intel710", "hdd", "ssd")
 DEFAULT_CACHE_SIZE = "256MiB"
 
 
@@ -119,9 +118,6 @@ class SaioConfig(ClusterConfig):
             raise SaioError(f"{what} {self.tier_cache()!r} is not a size such as 256MiB")
         self.tier_policy_file()
         for which, model in (("SSD", self.tier_ssd_model), ("HDD", self.tier_hdd_model)):
-            if model.split(":", 1)[0].lower() not in MODEL_PROFILES:
-                raise SaioError(
-                    f"unknown {which} model {model!r} ({', '.join(MODEL_PROFILES)}, "
-                    "optionally with :key=value,...)"
-                )
+            if reason := model_error(which, model):
+                raise SaioError(reason)
         tier_binary()

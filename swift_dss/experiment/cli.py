@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
+from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
 
 #: The traffic study's phases on the testbed, in measured seconds.
 TESTBED_TRAFFIC_DURATION = 60.0
@@ -83,15 +84,18 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
     @functools.wraps(f)
     def with_testbed(*args: Any, **kwargs: Any) -> Any:
         from swift_dss.experiment.targets import Testbed
-        from swift_dss.testbed.settings import TestbedSettings
 
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
-        if kind == "saio" and k is not None:
-            raise click.BadParameter("only the emulated testbed (netns) is dilated")
+        models = {m: kwargs.pop(m) for m in ("ssd_model", "hdd_model")}
+        models = {m: spec for m, spec in models.items() if spec is not None}
+        if kind == "saio" and (k is not None or models):
+            raise click.BadParameter(
+                "--dilation, --ssd-model and --hdd-model are the emulated testbed's (netns)"
+            )
         settings = None
         if kind == "netns":
             base = Testbed("netns").settings or TestbedSettings()
-            settings = replace(base, dilation=k or default_dilation)
+            settings = replace(base, dilation=k or default_dilation, **models)
             # On the testbed --workers is each storage server's (the proxy keeps its own).
             workers = kwargs["scale_args"].workers
             if workers is not None:
@@ -109,6 +113,13 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
         help="runs of each configuration; with 2 or more, 95% intervals over the runs, "
         "with 1, over the run's requests (bootstrap)  [default: 1]",
     )(with_testbed)
+    for device, default in (("ssd", TestbedSettings.ssd_model), ("hdd", TESTBED_HDD)):
+        with_testbed = click.option(
+            f"--{device}-model",
+            default=None,
+            help=f"the testbed's dss-tier {device.upper()} model, before dilation "
+            f"(docs/tier.md)  [default: {default}]",
+        )(with_testbed)
     with_testbed = click.option(
         "--dilation",
         type=click.IntRange(1, 1000),

@@ -52,10 +52,11 @@ def print_caching(summary: dict[str, Any], console: Console) -> None:
             highlight=False,
         )
     print_cost(summary, console)
+    # HDD only and SSD only appear under every cache size, measured once.
     bound = {
-        k: e["cpu_bound_phases"]
-        for k, e in summary.items()
-        if isinstance(e, dict) and e.get("cpu_bound_phases") and k == e.get("measured_as")
+        e["measured_as"]: e["cpu_bound_phases"]
+        for e in summary.values()
+        if isinstance(e, dict) and e.get("cpu_bound_phases") and e.get("measured_as")
     }
     console.print(
         "CPU-bound phases (the machine, not the emulated hardware, set the pace): "

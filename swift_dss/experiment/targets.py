@@ -33,7 +33,7 @@ from swift_dss.loadgen import remote, runner
 from swift_dss.loadgen.protocols import Protocol
 from swift_dss.loadgen.workload import Workload
 from swift_dss.testbed import utilisation
-from swift_dss.testbed.settings import TestbedSettings
+from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
 from swift_dss.tierctl import TierError, report
 
 TESTBEDS = ("saio", "netns")
@@ -47,13 +47,6 @@ DEFAULT_DILATION = 4
 #: queue rather than its device; at K = 8 no run was CPU-bound (43-58% busy) and it
 #: follows the device (docs/results.md).
 TRAFFIC_DILATION = 8
-
-#: The testbed's default HDD: the paper's disk behind a modelled ext4 page cache
-#: (docs/tier.md). 64 MiB is about a fifth of what each device stores at the default
-#: scale, as a storage server's memory would be a fraction of its disk's data; its 13 MiB
-#: dirty limit is above most objects and far below the large ones, so throttling and
-#: periodic flushing both happen.
-TESTBED_HDD = "st1000nm0011:pagecache=64MiB"
 
 
 @dataclass(frozen=True)

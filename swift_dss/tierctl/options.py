@@ -7,6 +7,20 @@ from pathlib import Path
 
 from swift_dss.sizes import parse_size
 
+#: dss-tier's device model profiles (a model string is one, optionally with :key=value,...).
+MODEL_PROFILES = ("none", "st1000nm0011", "intel710", "hdd", "ssd")
+
+
+def model_error(which: str, spec: str) -> str | None:
+    """Why SPEC cannot be WHICH device's model, if its profile is unknown (dss-tier
+    checks the overrides when it mounts)."""
+    if spec.split(":", 1)[0].lower() in MODEL_PROFILES:
+        return None
+    return (
+        f"unknown {which} model {spec!r} ({', '.join(MODEL_PROFILES)}, "
+        "optionally with :key=value,...)"
+    )
+
 
 @dataclass(frozen=True)
 class MountOptions:

@@ -372,8 +372,11 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--testbed", "saio", "--dilation", "2"], "only the emulated testbed"),
+        (["--testbed", "saio", "--dilation", "2"], "are the emulated testbed's"),
+        (["--testbed", "saio", "--ssd-model", "intel710"], "are the emulated testbed's"),
         (["--dilation", "0"], "--dilation"),
+        (["--ssd-model", "samsung"], "unknown SSD model 'samsung'"),
+        (["--hdd-model", "st1000nm0011:dilation=2"], "sets dilation itself"),
         (["--testbed", "vm"], "--testbed"),
         (["--repeats", "0"], "--repeats"),
     ],
@@ -421,3 +424,31 @@ def test_the_traffic_study_is_dilated_more_than_the_caching_experiment() -> None
     for command, k in (("traffic", TRAFFIC_DILATION), ("caching", DEFAULT_DILATION)):
         out = CliRunner().invoke(experiment, [command, "--help"]).output
         assert f"[default: {k}]" in " ".join(out.split())
+
+
+def test_the_testbeds_device_models_are_settings(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+    from swift_dss.testbed.settings import TESTBED_HDD
+
+    args = ["caching", "--out", str(tmp_path), "--report-only", "--count-scale", "0.0005"]
+    ssd = "intel710:pagecache=64MiB"
+    result = CliRunner().invoke(experiment, [*args, "--ssd-model", ssd])
+    assert result.exit_code == 0, result.output
+    settings = json.loads((tmp_path / "setup.json").read_text())["testbed"]["settings"]
+    assert (settings["ssd_model"], settings["hdd_model"]) == (ssd, TESTBED_HDD)
+
+
+def test_the_printed_summary_names_a_cpu_bound_reference_configuration() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from swift_dss.experiment.tables import print_caching
+
+    ssd = {"measured_as": "ssd", "cpu_bound_phases": ["get"], "put_mbps": 1.0}
+    summary = {"ssd@5%": ssd, "ssd@10%": ssd, "dss@10%": {"measured_as": "dss@10%"}}
+    out = StringIO()
+    print_caching(summary, Console(file=out, width=200))
+    assert "set the pace): ssd get" in out.getvalue()
