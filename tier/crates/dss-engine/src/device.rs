@@ -3,8 +3,8 @@
 //! deterministic; the daemon turns completion times into sleeps.
 //!
 //! A model may also be dilated (DieCast's time dilation): with factor K every service time
-//! is K times longer, and so is every interval of the page cache in front of an HDD, as
-//! if the whole modelled machine ran K times slower.
+//! is K times longer, and so is every interval of the page cache in front of the device,
+//! as if the whole modelled machine ran K times slower.
 
 use crate::pagecache::{Disk, NO_FILE, PageCache, PageCacheConfig};
 use std::fmt;
@@ -54,6 +54,10 @@ pub struct SsdModel {
     /// Sequential write streams recognised at once; 0 charges every write as random.
     pub write_streams: u32,
     pub stream_gap_bytes: u64,
+    /// The kernel's page cache in front of the device (`pagecache=SIZE`), as in front of
+    /// an HDD: the file system on the SSD holds its writes until an fsync, the flusher or
+    /// the dirty limit sends them.
+    pub pagecache: Option<PageCacheConfig>,
     /// Time dilation factor.
     pub dilation: u32,
 }
@@ -142,6 +146,7 @@ impl SsdModel {
             parallelism: 4,
             write_streams: 8,
             stream_gap_bytes: 128 << 10,
+            pagecache: None,
             dilation: 1,
         }
     }
@@ -156,6 +161,7 @@ impl SsdModel {
             parallelism: 8,
             write_streams: 8,
             stream_gap_bytes: 128 << 10,
+            pagecache: None,
             dilation: 1,
         }
     }
@@ -185,7 +191,7 @@ impl SsdModel {
 impl Model {
     /// Parse `none`, a profile (`st1000nm0011`, `intel710`, `hdd`, `ssd`), optionally
     /// followed by `:key=value,...` overrides of the profile's fields, `dilation=K` (a
-    /// whole number, any model) and, for an HDD, the page cache in front of it
+    /// whole number, any model) and, for an HDD or an SSD, the page cache in front of it
     /// (`pagecache=SIZE` turns it on; `dirty_ratio`, `background_ratio`, `expire=TIME`,
     /// `writeback=TIME` adjust it). Sizes take `KiB`, `MiB`, `GiB` (or bytes), times `ms`
     /// or `s`.
@@ -215,10 +221,13 @@ impl Model {
             match (&mut model, k) {
                 (Model::Hdd(h), "dilation") => h.dilation = parse_dilation(kv, v)?,
                 (Model::Ssd(s), "dilation") => s.dilation = parse_dilation(kv, v)?,
-                (Model::Hdd(_), "pagecache") => {
+                (Model::Hdd(_) | Model::Ssd(_), "pagecache") => {
                     pagecache = Some(PageCacheConfig::linux(parse_size(kv, v)?));
                 }
-                (Model::Hdd(_), "dirty_ratio" | "background_ratio" | "expire" | "writeback") => {
+                (
+                    Model::Hdd(_) | Model::Ssd(_),
+                    "dirty_ratio" | "background_ratio" | "expire" | "writeback",
+                ) => {
                     cache_keys.push((k, kv, v));
                 }
                 _ => set_number(&mut model, name, kv, k, v)?,
@@ -243,15 +252,16 @@ impl Model {
             return Err(ModelError("background_ratio exceeds dirty_ratio".into()));
         }
         if let Model::Hdd(h) = &mut model {
-            h.pagecache = pagecache;
+            h.pagecache = pagecache.take();
             if h.track_to_track_ms > h.seek_ms {
                 return Err(ModelError("track_to_track_ms exceeds seek_ms".into()));
             }
         }
-        if let Model::Ssd(s) = &model
-            && s.parallelism == 0
-        {
-            return Err(ModelError("parallelism must be at least 1".into()));
+        if let Model::Ssd(s) = &mut model {
+            s.pagecache = pagecache;
+            if s.parallelism == 0 {
+                return Err(ModelError("parallelism must be at least 1".into()));
+            }
         }
         Ok(model)
     }
@@ -413,7 +423,8 @@ impl Device {
     pub fn new(model: Model) -> Device {
         let pagecache = match &model {
             Model::Hdd(h) => h.pagecache.clone().map(PageCache::new),
-            _ => None,
+            Model::Ssd(s) => s.pagecache.clone().map(PageCache::new),
+            Model::None => None,
         };
         Device {
             dilation: u64::from(model.dilation().max(1)),

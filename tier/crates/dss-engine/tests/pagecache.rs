@@ -1,5 +1,5 @@
-//! The page cache and elevator in front of the modelled HDD, and time dilation, through
-//! the device API the daemon uses.
+//! The page cache and elevator in front of the modelled HDD (and, when asked, the SSD),
+//! and time dilation, through the device API the daemon uses.
 
 use dss_engine::device::{Device, HddModel, Model, Op};
 use dss_engine::pagecache::{JOURNAL_ADDR, PAGE};
@@ -216,6 +216,7 @@ fn dilation_stretches_every_charge_and_interval_by_its_factor() {
         "st1000nm0011",
         "st1000nm0011:pagecache=2MiB,expire=3s,writeback=1s",
         "intel710",
+        "intel710:pagecache=2MiB,expire=3s,writeback=1s",
     ] {
         let (one, busy_one) = run(spec, 1);
         let (four, busy_four) = run(&format!("{spec}{}dilation=4", sep(spec)), 4);
@@ -269,7 +270,7 @@ fn profile_strings() {
         ("st1000nm0011:pagecache", "not key=value"),
         ("st1000nm0011:dilation=0", "whole number"),
         ("st1000nm0011:dilation=2.5", "whole number"),
-        ("intel710:pagecache=1GiB", "no parameter \"pagecache\""),
+        ("intel710:expire=1s", "needs pagecache=SIZE"),
         ("none:dilation=2", "no parameter \"dilation\""),
         ("st1000nm0011:cache=1GiB", "no parameter \"cache\""),
     ] {
@@ -305,4 +306,46 @@ fn dropping_the_caches_writes_dirty_pages_back_then_every_read_pays_the_disk() {
     // Without a page cache there is nothing to drop.
     let mut plain = device("st1000nm0011");
     assert_eq!(plain.drop_caches(5), 5);
+}
+
+#[test]
+fn an_ssd_behind_a_page_cache_holds_writes_until_fsync_or_the_flusher() {
+    let Model::Ssd(s) = Model::parse("intel710:pagecache=64MiB,expire=2s").unwrap() else {
+        panic!()
+    };
+    assert_eq!(s.pagecache.as_ref().unwrap().bytes, 64 << 20);
+    let mut cached = device("intel710:pagecache=64MiB,expire=2s");
+    let mut plain = device("intel710");
+    // A file's 16 scattered pages, and 100 pages of metadata no fsync names.
+    let mut seed = 9u64;
+    let mut plain_done = 0;
+    for i in 0..116u64 {
+        let (file, addr) = if i < 16 {
+            (3, (lcg(&mut seed) % (1 << 20)) * PAGE)
+        } else {
+            (u64::MAX, (1 << 32) + i * 64 * PAGE)
+        };
+        assert_eq!(cached.access(0, Op::Write, file, addr, PAGE), 0, "absorbed");
+        plain_done = plain_done.max(plain.access(0, Op::Write, file, addr, PAGE));
+    }
+    assert_eq!(cached.stats().write_ops, 0);
+    assert_eq!(plain.stats().write_ops, 116);
+    let synced = cached.fsync(0, 3);
+    // The file's pages and a journal commit reach the flash; the metadata waits.
+    assert_eq!(cached.stats().write_ops, 17);
+    assert!(
+        synced > 0 && synced < plain_done,
+        "{synced} vs {plain_done}"
+    );
+    assert_eq!(cached.pagecache().unwrap().dirty_bytes(), 100 * PAGE);
+    // Past the expiry, the flusher's next wake-up writes the metadata in one sweep.
+    cached.advance(10 * S);
+    assert_eq!(cached.stats().write_ops, 117);
+    assert_eq!(cached.pagecache().unwrap().dirty_bytes(), 0);
+    // A read of a written page costs nothing; a cold one reaches the flash.
+    assert_eq!(
+        cached.access(11 * S, Op::Read, 3, (1 << 32) + 16 * 64 * PAGE, PAGE),
+        11 * S
+    );
+    assert!(cached.access(11 * S, Op::Read, 4, 1 << 40, PAGE) > 11 * S);
 }

@@ -18,6 +18,12 @@ pub(super) fn hdd_addr(file: u64, offset: u64) -> u64 {
     (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44 << 20).wrapping_add(offset)
 }
 
+/// What a modelled SSD page cache files the slab's and the write-back journal's pages
+/// under: the tier syncs both files at every fsync, so one fsync of this writes back all
+/// of them. Metadata pseudo-blocks stay under `NO_FILE`, which no fsync names: they reach
+/// the device with the flusher, as a file system's own metadata does.
+pub(super) const SLAB_PAGES: u64 = NO_FILE - 1;
+
 impl Core {
     pub(super) fn now(&self) -> u64 {
         self.t0.elapsed().as_nanos() as u64
@@ -67,6 +73,15 @@ impl Core {
             .unwrap_or(0)
     }
 
+    /// The modelled SSD's side of the tier's sync of the slab and the journal: their
+    /// dirty pages in its page cache are written back (0 without one).
+    pub(super) fn ssd_synced(&self, ssd: &mut Device, at: u64) -> u64 {
+        if ssd.pagecache().is_none() {
+            return 0;
+        }
+        ssd.fsync(at, SLAB_PAGES)
+    }
+
     pub(super) fn ssd_io(
         &self,
         inner: &mut Inner,
@@ -88,7 +103,7 @@ impl Core {
     ) -> io::Result<u64> {
         let len = buf.len() as u64;
         let store = &self.store;
-        let (_, t) = self.charge(&mut inner.ssd, op, (NO_FILE, off), len, || match buf {
+        let (_, t) = self.charge(&mut inner.ssd, op, (SLAB_PAGES, off), len, || match buf {
             IoBuf::Read(b) => {
                 // The slab is sized to hold every slot: a short read is past its end.
                 let got = read_full(store, b, off)?;

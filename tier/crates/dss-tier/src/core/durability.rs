@@ -1,6 +1,7 @@
 //! What makes the cache's state survive the daemon: the journal kept in step with the
 //! engine, the anchors of files with dirty blocks, and fsync.
 
+use super::device_io::SLAB_PAGES;
 use super::state::{Core, Inner, META};
 use crate::journal::Record;
 use dss_engine::Durable;
@@ -115,10 +116,12 @@ impl Core {
             return 0;
         }
         let after_slab = self.slab_bytes;
-        runs.iter()
-            .map(|&(off, len)| ssd.submit(start, Op::Write, after_slab + off, len))
+        let written = runs
+            .iter()
+            .map(|&(off, len)| ssd.access(start, Op::Write, SLAB_PAGES, after_slab + off, len))
             .max()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        written.max(self.ssd_synced(ssd, start))
     }
 
     /// fsync: the file's blocks on the SSD and their journal records are made durable
@@ -135,6 +138,7 @@ impl Core {
             self.journal_file.sync_data()?;
             let mut g = self.inner.lock().unwrap();
             let done = self.charge_journal(&mut g.ssd, &journal_pages, start);
+            let done = done.max(self.ssd_synced(&mut g.ssd, start));
             // A modelled HDD's page cache may hold the file's pages whichever path wrote
             // them (bypass or write-back): an fsync forces them out there too.
             let done = done.max(self.hdd_synced(&mut g, [id]));

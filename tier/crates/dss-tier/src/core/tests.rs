@@ -541,3 +541,30 @@ fn hdd_addresses_of_files_lie_on_a_disks_span() {
         assert_eq!(hdd_addr(file, 0) % (1 << 20), 0);
     }
 }
+
+#[test]
+fn ssd_writes_wait_in_its_page_cache_until_an_fsync_syncs_the_slab_and_journal() {
+    let run = |model: &str| {
+        let d = Dirs::new(&format!("ssd-pagecache-{}", model.len()));
+        let (core, _) = d.open_models(1 << 20, Mode::Dss, false, model);
+        let (f, ino) = d.file("a");
+        for i in 0..4u8 {
+            core.write(&f, 24, u64::from(i) << 12, &pattern(4096, i))
+                .unwrap();
+        }
+        let written = ssd_writes(&core);
+        core.sync_file(ino, &f, false).unwrap();
+        let synced = ssd_writes(&core);
+        core.sync_file(ino, &f, false).unwrap();
+        assert_eq!(ssd_writes(&core), synced, "nothing left to write back");
+        core.shutdown().unwrap();
+        (written, synced)
+    };
+    let (plain_written, plain_synced) = run("intel710");
+    let (cached_written, cached_synced) = run("intel710:pagecache=64MiB");
+    assert!(plain_written.0 > 0);
+    assert_eq!(cached_written, (0, 0), "absorbed by the page cache");
+    // The same slab blocks and journal page, merged where adjacent, and ext4's commit.
+    assert_eq!(cached_synced.1, plain_synced.1 + 4096);
+    assert!(cached_synced.0 <= plain_synced.0 + 1);
+}
