@@ -63,6 +63,7 @@ EXTRA_OF = {
     "rich": "loadgen",
     "psutil": "loadgen",
     "matplotlib": "lab",
+    "numpy": "lab",
 }
 
 
