@@ -35,7 +35,7 @@ def headline_ci(
     samples: dict[str, dict[str, Any]],
 ) -> list[float] | None:
     """NUM's METRIC over DEN's, 95%: over paired repeats where both were repeated, else by
-    resampling each one's requests."""
+    resampling the same requests from both runs (`bootstrap.ratio_ci`)."""
     a, b = keyed.get(num, {}), keyed.get(den, {})
     paired = ratio_ci(a, b, metric)
     if paired is not None or not a or not b:
