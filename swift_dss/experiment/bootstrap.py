@@ -18,6 +18,7 @@ intervals over whole runs for that (swift_dss/experiment/repeats.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -34,7 +35,7 @@ BYTES, TTFB, LAT = 0, 1, 2
 Estimator = Callable[[np.ndarray], np.ndarray]
 
 
-def _sum(col: int) -> Callable[[np.ndarray], np.ndarray]:
+def _sum(col: int) -> Estimator:
     return lambda m: m[..., col].sum(axis=-1)
 
 
@@ -63,17 +64,13 @@ ESTIMATORS: dict[str, tuple[str, Estimator]] = {
 def phase_requests(recorder: Recorder, op: str) -> np.ndarray:
     """(n, 3) matrix of (bytes, ttfb us, latency us) of the successful OP requests of the
     phase named OP, every object type together (the phase rows' figures)."""
-    rows = [
-        r for key, cell in recorder.cells.items() if key[0] == op and key[1] == op
-        for r in cell.requests()
-    ]  # fmt: skip
-    return np.array(rows, dtype=np.float64).reshape(-1, 3)
+    cells = [c.done for key, c in recorder.cells.items() if key[0] == op and key[1] == op]
+    flat = np.concatenate([np.asarray(d, dtype=np.float64) for d in cells]) if cells else []
+    return np.asarray(flat, dtype=np.float64).reshape(-1, 3)
 
 
 def load(path: Path) -> dict[str, np.ndarray]:
     """Per phase op, the requests a run's recorder.json kept; {} for a record without them."""
-    import json
-
     recorder = Recorder.from_json(json.loads(path.read_text()))
     got = {op: phase_requests(recorder, op) for op in ("put", "get")}
     return {op: m for op, m in got.items() if len(m)}

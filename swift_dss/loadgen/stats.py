@@ -68,11 +68,6 @@ class Cell:
         self.ttfb.add(other.ttfb)
         self.done.extend(other.done)
 
-    def requests(self) -> list[tuple[int, int, int]]:
-        """(bytes, ttfb us, latency us) of each successful request."""
-        d = self.done
-        return [(d[i], d[i + 1], d[i + 2]) for i in range(0, len(d), 3)]
-
     def to_json(self) -> dict[str, Any]:
         return {
             "ops": self.ops,
