@@ -14,6 +14,32 @@ pub enum MetaKind {
     Xattr,
 }
 
+/// An ext4 inode's size on disk (its default): an inode-table block holds block size /
+/// this many inodes, and one pseudo-block stands for them all, so that inodes made one
+/// after another share a block as they do on the disk. One block per inode would make
+/// Swift's metadata, a few inodes per object, take sixteen times its room in the cache.
+pub const INODE_BYTES: u64 = 256;
+
+/// Room for extended attributes inside a 256-byte inode: 96 bytes past the inode's fixed
+/// part and its extra fields, less the 4-byte header and the 4-byte end marker.
+const IN_INODE_XATTR_BYTES: usize = 88;
+
+/// Per attribute inside the inode: its 16-byte entry, then its name and value, each
+/// padded to 4 bytes.
+const XATTR_ENTRY_BYTES: usize = 16;
+
+/// Where an xattr of NAME_LEN and VALUE_LEN bytes lives on ext4: in the inode when it fits
+/// there, else in an xattr block of its own. Swift's object metadata (a pickled dict of a
+/// few hundred bytes) takes a block; a short attribute is charged to the inode's block.
+pub fn xattr_kind(name_len: usize, value_len: usize) -> MetaKind {
+    let pad = |n: usize| n.div_ceil(4) * 4;
+    if XATTR_ENTRY_BYTES + pad(name_len) + pad(value_len) <= IN_INODE_XATTR_BYTES {
+        MetaKind::Inode
+    } else {
+        MetaKind::Xattr
+    }
+}
+
 impl Core {
     /// Charge a metadata update or lookup through the cache (no data moves: the HDD
     /// filesystem holds the metadata itself).
@@ -25,16 +51,44 @@ impl Core {
 
     /// A new inode is written, and a new directory's first block: the lookups that follow
     /// find them in the cache, as a kernel finds a new inode in memory, instead of each
-    /// reading it from the HDD once. Its (empty) xattr block enters the cache too, without
-    /// a device access of its own: small xattrs live in the inode just written.
+    /// reading it from the HDD once. A new inode has no xattr block: ext4 allocates one
+    /// with the first attribute that does not fit in the inode.
     pub fn meta_created(&self, ino: u64, directory: bool) {
         let mut g = self.inner.lock().unwrap();
         let mut done = self.meta_io(&mut g, MetaKind::Inode, ino, true, true);
-        self.meta_io(&mut g, MetaKind::Xattr, ino, true, false);
         if directory {
             done = done.max(self.meta_io(&mut g, MetaKind::Directory, ino, true, true));
         }
         self.meta_done(g, done);
+    }
+
+    /// Inode INO is gone (its last name removed): its directory and xattr blocks are freed,
+    /// so their pseudo-blocks leave the cache. Its inode-table block stays, shared with
+    /// its neighbours. Without this, the blocks of every removed inode would stay at
+    /// their class's priority, since a backing file system may never reuse the number.
+    pub fn meta_freed(&self, ino: u64) {
+        let mut g = self.inner.lock().unwrap();
+        g.cache.discard_from(
+            META | ino,
+            MetaKind::Directory as u64,
+            MetaKind::Xattr as u64 + 1,
+        );
+        if let Err(e) = self.commit(&mut g, None) {
+            eprintln!("dss-tier: journal write failed: {e}");
+        }
+    }
+
+    /// The pseudo-block of KIND for inode INO: an inode shares its inode-table block with
+    /// its neighbours by number; directory and xattr blocks are the inode's own.
+    pub(super) fn meta_key(&self, kind: MetaKind, ino: u64) -> BlockKey {
+        let file = match kind {
+            MetaKind::Inode => ino / (self.bs / INODE_BYTES).max(1),
+            MetaKind::Directory | MetaKind::Xattr => ino,
+        };
+        BlockKey {
+            file: META | file,
+            index: kind as u64,
+        }
     }
 
     fn meta_done(&self, mut g: std::sync::MutexGuard<'_, Inner>, done: u64) {
@@ -61,10 +115,7 @@ impl Core {
             MetaKind::Directory => self.classify.directory,
             MetaKind::Xattr => self.classify.xattr,
         };
-        let key = BlockKey {
-            file: META | ino,
-            index: kind as u64,
-        };
+        let key = self.meta_key(kind, ino);
         let (bs, now) = (self.bs, self.now());
         let hdd_at = hdd_addr(key.file, 0);
         let (ssd, hdd) = (&mut inner.ssd, &mut inner.hdd);

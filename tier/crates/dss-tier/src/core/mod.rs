@@ -30,5 +30,5 @@ mod syncer;
 #[cfg(test)]
 mod tests;
 
-pub use meta::MetaKind;
+pub use meta::{MetaKind, xattr_kind};
 pub use state::Core;

@@ -1,7 +1,7 @@
 //! Crash and replay without FUSE: dropping a `Core` without `shutdown` is what a
 //! kill of the daemon leaves (the page cache keeps what was written out).
-use super::Core;
 use super::open::Replay;
+use super::{Core, MetaKind, xattr_kind};
 use crate::journal;
 use crate::layout::JOURNAL;
 use dss_engine::{Mode, Policy};
@@ -567,4 +567,56 @@ fn ssd_writes_wait_in_its_page_cache_until_an_fsync_syncs_the_slab_and_journal()
     // The same slab blocks and journal page, merged where adjacent, and ext4's commit.
     assert_eq!(cached_synced.1, plain_synced.1 + 4096);
     assert!(cached_synced.0 <= plain_synced.0 + 1);
+}
+
+fn class_cached(core: &Core, class: &str) -> u64 {
+    core.stats()
+        .classes
+        .get(class)
+        .map_or(0, |c| c.cached_bytes)
+}
+
+#[test]
+fn inodes_numbered_together_share_one_inode_table_block() {
+    let d = Dirs::new("inode-table");
+    let (core, _) = d.open(1 << 20, Mode::Dss);
+    // Sixteen 256-byte inodes fill a 4 KiB block: 32..48 is one block, 48 starts the next.
+    for ino in 32..49 {
+        core.meta_created(ino, false);
+    }
+    assert_eq!(class_cached(&core, "2"), 2 * 4096);
+    // A file's creation brings no xattr block; a directory's brings its first block.
+    assert_eq!(class_cached(&core, "4"), 0);
+    core.meta_created(100, true);
+    assert_eq!(class_cached(&core, "3"), 4096);
+    assert_eq!(class_cached(&core, "2"), 3 * 4096);
+    // Looking up a neighbour of a cached inode hits its block.
+    let hits = core.stats().classes["2"].hits;
+    core.meta(MetaKind::Inode, 40, false);
+    assert_eq!(core.stats().classes["2"].hits, hits + 1);
+}
+
+#[test]
+fn xattrs_that_fit_in_the_inode_are_charged_to_it_and_larger_ones_to_a_block() {
+    assert!(matches!(xattr_kind(6, 8), MetaKind::Inode));
+    assert!(matches!(xattr_kind(19, 52), MetaKind::Inode));
+    assert!(matches!(xattr_kind(19, 53), MetaKind::Xattr));
+    // Swift's object metadata: a pickled dict of a few hundred bytes.
+    assert!(matches!(xattr_kind(19, 300), MetaKind::Xattr));
+}
+
+#[test]
+fn a_removed_inode_leaves_its_directory_and_xattr_blocks_not_its_inode_table_block() {
+    let d = Dirs::new("meta-freed");
+    let (core, _) = d.open(1 << 20, Mode::Dss);
+    core.meta_created(64, true);
+    core.meta(MetaKind::Xattr, 64, true);
+    core.meta_created(65, false);
+    core.meta(MetaKind::Xattr, 65, true);
+    assert_eq!(class_cached(&core, "3"), 4096);
+    assert_eq!(class_cached(&core, "4"), 2 * 4096);
+    core.meta_freed(64);
+    assert_eq!(class_cached(&core, "3"), 0);
+    assert_eq!(class_cached(&core, "4"), 4096);
+    assert_eq!(class_cached(&core, "2"), 4096);
 }

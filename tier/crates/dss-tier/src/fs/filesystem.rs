@@ -6,7 +6,7 @@ use super::handles::{kill_suidgid, libc_o, open_file};
 use super::requests::Req;
 use super::tierfs::{TTL, TierFs};
 use crate::control::CONTROL_XATTR;
-use crate::core::MetaKind;
+use crate::core::{MetaKind, xattr_kind};
 use crate::ioctl::Command;
 use crate::layout::HIDDEN;
 use fuser::{
@@ -271,13 +271,16 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
-            let ino = fs::symlink_metadata(&path).map(|m| self.fuse_ino(m.ino()));
-            self.before_last_unlink(&path);
+            let md = fs::symlink_metadata(&path).ok();
+            let last = md.as_ref().is_some_and(|m| self.before_last_unlink(m));
             fs::remove_file(&path).map_err(errno)?;
-            if let Ok(ino) = ino
-                && let Some(n) = self.nodes.lock().unwrap().map.get_mut(&ino)
-            {
-                n.forget_name(&path);
+            if let Some(ino) = md.map(|m| self.fuse_ino(m.ino())) {
+                if let Some(n) = self.nodes.lock().unwrap().map.get_mut(&ino) {
+                    n.forget_name(&path);
+                }
+                if last {
+                    self.core.meta_freed(ino);
+                }
             }
             Ok(())
         };
@@ -292,7 +295,12 @@ impl Filesystem for TierFs {
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
-            fs::remove_dir(&path).map_err(errno)
+            let ino = fs::symlink_metadata(&path).map(|m| self.fuse_ino(m.ino()));
+            fs::remove_dir(&path).map_err(errno)?;
+            if let Ok(ino) = ino {
+                self.core.meta_freed(ino);
+            }
+            Ok(())
         };
         match run() {
             Ok(()) => reply.ok(),
@@ -333,8 +341,14 @@ impl Filesystem for TierFs {
             let to = self.child(newparent, newname)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
             self.core.meta(MetaKind::Directory, newparent.0, true);
-            self.before_last_unlink(&to);
+            let replaced = fs::symlink_metadata(&to).ok();
+            let last = replaced
+                .as_ref()
+                .is_some_and(|m| self.before_last_unlink(m));
             fs::rename(&from, &to).map_err(errno)?;
+            if let Some(gone) = replaced.filter(|_| last) {
+                self.core.meta_freed(self.fuse_ino(gone.ino()));
+            }
             let md = fs::symlink_metadata(&to).map_err(errno)?;
             let ino = self.fuse_ino(md.ino());
             self.nodes
@@ -669,7 +683,8 @@ impl Filesystem for TierFs {
                 };
             }
             let path = self.path(ino)?;
-            self.core.meta(MetaKind::Xattr, ino.0, true);
+            let kind = xattr_kind(name.len(), value.len());
+            self.core.meta(kind, ino.0, true);
             let flags = rustix::fs::XattrFlags::from_bits_truncate(flags as u32);
             rustix::fs::lsetxattr(&path, name, value, flags).map_err(sys_errno)
         };
@@ -697,11 +712,19 @@ impl Filesystem for TierFs {
                 return Ok(self.core.content_json().into_bytes());
             }
             let path = self.path(ino)?;
-            self.core.meta(MetaKind::Xattr, ino.0, false);
             let mut buf = Vec::with_capacity(4096);
             loop {
                 match rustix::fs::lgetxattr(&path, name, rustix::buffer::spare_capacity(&mut buf)) {
-                    Ok(_) => return Ok(buf),
+                    Ok(_) => {
+                        // Where the value lives is known once it is read: charged after.
+                        self.core
+                            .meta(xattr_kind(name.len(), buf.len()), ino.0, false);
+                        return Ok(buf);
+                    }
+                    Err(rustix::io::Errno::NODATA) => {
+                        self.core.meta(MetaKind::Inode, ino.0, false);
+                        return Err(Errno::ENODATA);
+                    }
                     Err(rustix::io::Errno::RANGE) => {
                         let n = rustix::fs::lgetxattr_query(&path, name).map_err(sys_errno)?;
                         buf = Vec::with_capacity(n.max(buf.capacity() * 2));

@@ -146,18 +146,19 @@ impl TierFs {
 
     /// Drop the cached blocks of a file that is losing its last name, so that a later
     /// file reusing the inode number never sees them. Open handles keep reading: their
-    /// dirty blocks are written back first.
-    pub(super) fn before_last_unlink(&self, path: &Path) {
-        if let Ok(md) = fs::symlink_metadata(path)
-            && md.is_file()
-            && md.nlink() - u64::from(self.core.is_anchored(md.ino())) <= 1
-        {
-            let id = Self::file_id(&md);
+    /// dirty blocks are written back first. Returns whether this is the last name.
+    pub(super) fn before_last_unlink(&self, md: &fs::Metadata) -> bool {
+        if md.nlink() - u64::from(self.core.is_anchored(md.ino())) > 1 {
+            return false;
+        }
+        if md.is_file() {
+            let id = Self::file_id(md);
             if self.handles.open_on(md.ino()) {
                 let _ = self.core.flush_file(id, md.size());
             }
             self.core.discard_file(id, md.size());
         }
+        true
     }
 
     /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
