@@ -84,21 +84,13 @@ def pct_label(pct: float) -> str:
 EXTRA_POLICY_PREFIX = "dss-"
 
 
-#: The variant a default run measures: the reference policy without read fills of the
-#: classes past its cut-off, the way the default run's device counters point to
-#: (docs/results.md: read fills of the largest object bound DSS's GET bandwidth).
-DEFAULT_VARIANTS = ("dss-readcut",)
-
-
 def extra_policies() -> tuple[str, ...]:
     return tuple(p for p in policies.available() if p.startswith(EXTRA_POLICY_PREFIX))
 
 
 def select_variants(spec: str) -> tuple[str, ...]:
-    """``default``, ``all``, ``none`` or a comma list of shipped dss-* policy names."""
+    """``all``, ``none`` or a comma list of shipped dss-* policy names."""
     shipped = extra_policies()
-    if spec == "default":
-        return tuple(v for v in DEFAULT_VARIANTS if v in shipped)
     if spec == "all":
         return shipped
     if spec == "none":
@@ -291,7 +283,7 @@ def caching(
     only: list[str] | None = None,
     force: bool = False,
     console: Console | None = None,
-    variants: tuple[str, ...] = DEFAULT_VARIANTS,
+    variants: tuple[str, ...] = (),
     workload: str = "paper",
     on_entry: Callable[[str, dict[str, Any]], None] | None = None,
     run_nothing: bool = False,

@@ -155,10 +155,11 @@ def caching_testbed_options(f: Any) -> Any:
 @click.option("--report-only", is_flag=True, help="rebuild summary and report, run nothing")
 @click.option(
     "--variants",
-    default="default",
+    default="none",
     show_default=True,
-    help="policy variants run beside dss at the largest cache: default (dss-readcut), "
-    "all (every shipped swift_dss/policies/dss-*.toml), none, or a comma list of names",
+    help="policy variants run beside dss at the largest cache: none (the paper's six "
+    "configurations), all (every shipped swift_dss/policies/dss-*.toml) or a comma list "
+    "of names, such as dss-readcut",
 )
 def caching(
     out: Path,

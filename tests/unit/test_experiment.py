@@ -345,9 +345,8 @@ def test_phase_hook_reports_each_phase_in_order() -> None:
     assert seen == [0, 1, 2]
 
 
-def test_variants_default_all_none_and_named() -> None:
+def test_variants_all_none_and_named() -> None:
     shipped = caching.extra_policies()
-    assert caching.select_variants("default") == ("dss-readcut",)
     assert caching.select_variants("all") == shipped
     assert caching.select_variants("none") == ()
     assert caching.select_variants("dss-slru, dss-readcut") == ("dss-slru", "dss-readcut")
