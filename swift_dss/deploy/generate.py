@@ -96,6 +96,7 @@ def proxy_configs(
         "pipeline": PIPELINE,
         "dss_settings": ini_lines(inv.dss),
         "memcache_servers": ini_value(",".join(inv.memcache_servers)),
+        "memcache_settings": ini_lines(inv.memcache),
         "tempauth_users": ini_lines(users),
     }
     return {

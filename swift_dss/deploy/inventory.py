@@ -87,6 +87,8 @@ class Inventory:
     dss: dict[str, str] = field(default_factory=dict)
     #: Extra [app:proxy-server] options of every proxy (timeouts, ...).
     proxy_server: dict[str, str] = field(default_factory=dict)
+    #: Extra [filter:cache] options of every proxy (memcache_max_connections, timeouts).
+    memcache: dict[str, str] = field(default_factory=dict)
     #: Extra [app:object-server] options of every storage node.
     object_server: dict[str, str] = field(default_factory=dict)
     #: dss-tier settings for tiered devices: mode, cache_size, policy, ssd_model, hdd_model.
@@ -250,6 +252,7 @@ def parse_inventory(data: Any) -> Inventory:
         storage=[parse_storage(s, f"storage[{i}]") for i, s in enumerate(raw["storage"])],
         dss=_strings(raw.get("dss"), "dss"),
         proxy_server=_strings(raw.get("proxy_server"), "proxy_server"),
+        memcache=_strings(raw.get("memcache"), "memcache"),
         object_server=_strings(raw.get("object_server"), "object_server"),
         tier=_strings(raw.get("tier"), "tier"),
         tempauth_users=_strings(raw.get("tempauth_users"), "tempauth_users"),

@@ -145,6 +145,7 @@ class LocalCluster(NodeDevices, TestbedNodes):
             ],
             dss=dict(self.cfg.dss_options),
             proxy_server={} if testbed is None else testbed.proxy_options(),
+            memcache={} if testbed is None else testbed.memcache_options(),
             object_server={
                 "dssio_backend": self.cfg.dssio_backend,
                 **({} if testbed is None else testbed.object_options()),

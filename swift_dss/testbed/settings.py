@@ -24,6 +24,10 @@ PAPER_SERVER_WORKERS = 8
 #: in the emulated testbed's time.
 POST_QUORUM_TIMEOUT = 0.5
 CONTAINER_UPDATE_TIMEOUT = 1.0
+#: Swift's memcache client: connections per proxy worker, and its timeouts to connect,
+#: to wait for a pooled connection and for an answer.
+MEMCACHE_CONNECTIONS_PER_WORKER = 2
+MEMCACHE_TIMEOUTS = {"connect_timeout": 0.3, "pool_timeout": 1.0, "io_timeout": 2.0}
 #: The experiments' HDD on the testbed: the paper's disk behind a modelled ext4 page cache
 #: (docs/tier.md). 64 MiB is about a fifth of what each device stores at the caching
 #: experiment's default scale, as a storage server's memory would be a fraction of its
@@ -107,6 +111,18 @@ class TestbedSettings:
             "recoverable_node_timeout": opts["node_timeout"],
             # The wait for the replicas past a quorum (Swift's 0.5 s).
             "post_quorum_timeout": f"{self.dilated.timeout(POST_QUORUM_TIMEOUT):g}",
+        }
+
+    def memcache_options(self) -> dict[str, str]:
+        """[filter:cache] settings: the paper's proxy had PAPER_PROXY_WORKERS workers with
+        Swift's connection pool each, and ours has their connections spread over its fewer
+        workers; the memcache timeouts are dilated. With Swift's 2 connections and 1 s
+        pool wait per worker, tokens went unread under load and requests were answered
+        401, since tempauth takes an unreadable token for an unknown one."""
+        pool = MEMCACHE_CONNECTIONS_PER_WORKER * PAPER_PROXY_WORKERS
+        return {
+            "memcache_max_connections": str(-(-pool // self.proxy_workers)),
+            **{k: f"{self.dilated.timeout(v):g}" for k, v in MEMCACHE_TIMEOUTS.items()},
         }
 
     def object_options(self) -> dict[str, str]:

@@ -114,6 +114,7 @@ def test_proxy_config_has_dss_and_the_policy(tree: Path) -> None:
     assert conf["filter:dss"]["use"] == "egg:swift_dss#dss"
     assert conf["filter:dss"]["reserved_classes"] == "1-10"
     assert conf["filter:cache"]["memcache_servers"] == "10.20.0.10:11211"
+    assert conf["filter:cache"]["memcache_max_connections"] == "8"  # the inventory's memcache
     assert conf["filter:tempauth"]["user_test_tester"] == "testing .admin"
 
 
@@ -162,6 +163,7 @@ BAD_INVENTORIES = [
     ({"half_tier": True}, "both ssd and hdd"),
     ({"no_hash": True}, "hash_path_prefix"),
     ({"unknown": True}, "unknown key"),
+    ({"memcache_list": True}, "memcache"),
 ]
 
 
@@ -181,6 +183,8 @@ def test_bad_inventory_is_refused_with_a_reason(change: dict, words: str) -> Non
         del data["cluster"]["hash_path_prefix"], data["cluster"]["hash_path_suffix"]
     if "unknown" in change:
         data["storage"][0]["rack"] = 7
+    if "memcache_list" in change:
+        data["memcache"] = ["memcache_max_connections", 8]
     with pytest.raises(InventoryError, match=words):
         parse_inventory(data)
 

@@ -87,6 +87,14 @@ def test_settings_dilate_timeouts_and_models() -> None:
         "container_update_timeout": "4",
     }
     assert tb.models() == ("intel710:dilation=4", "st1000nm0011:dilation=4")
+    # The paper's 32 workers' memcache pools (2 connections each) over our 2 workers.
+    assert tb.memcache_options() == {
+        "memcache_max_connections": "32",
+        "connect_timeout": "1.2",
+        "pool_timeout": "4",
+        "io_timeout": "8",
+    }
+    assert TestbedSettings(proxy_workers=3).memcache_options()["memcache_max_connections"] == "22"
 
 
 @pytest.mark.parametrize(
