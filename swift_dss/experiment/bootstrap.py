@@ -58,13 +58,22 @@ ESTIMATORS: dict[str, tuple[str, Estimator]] = {
     "get_ttfb_ms": ("get", _mean(TTFB)),
     "put_p99_ms": ("put", _p99(LAT)),
     "get_ttfb_p99_ms": ("get", _p99(TTFB)),
+    # Without the VMDK objects, whose few requests carry most of the bytes.
+    "put_mbps_excl_vmdk": ("put without VMDK", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
+    "get_mbps_excl_vmdk": ("get without VMDK", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
 }
+#: The object type the `*_excl_vmdk` figures leave out.
+EXCLUDED_TYPE = "VMDK"
 
 
-def phase_requests(recorder: Recorder, op: str) -> np.ndarray:
+def phase_requests(recorder: Recorder, op: str, without: str | None = None) -> np.ndarray:
     """(n, 3) matrix of (bytes, ttfb us, latency us) of the successful OP requests of the
-    phase named OP, every object type together (the phase rows' figures)."""
-    cells = [c.done for key, c in recorder.cells.items() if key[0] == op and key[1] == op]
+    phase named OP, every object type together (the phase rows' figures) but WITHOUT."""
+    cells = [
+        c.done
+        for key, c in recorder.cells.items()
+        if key[0] == op and key[1] == op and key[2] != without
+    ]
     flat = np.concatenate([np.asarray(d, dtype=np.float64) for d in cells]) if cells else []
     return np.asarray(flat, dtype=np.float64).reshape(-1, 3)
 
@@ -73,7 +82,23 @@ def load(path: Path) -> dict[str, np.ndarray]:
     """Per phase op, the requests a run's recorder.json kept; {} for a record without them."""
     recorder = Recorder.from_json(json.loads(path.read_text()))
     got = {op: phase_requests(recorder, op) for op in ("put", "get")}
+    for op in ("put", "get"):
+        got[f"{op} without {EXCLUDED_TYPE}"] = phase_requests(recorder, op, EXCLUDED_TYPE)
     return {op: m for op, m in got.items() if len(m)}
+
+
+def excluding(entry: dict[str, object], samples: dict[str, np.ndarray], op: str) -> float | None:
+    """ENTRY's OP bandwidth without EXCLUDED_TYPE: the measured bandwidth times the share
+    the closed-loop estimator (clients x bytes / summed request time) keeps without those
+    requests. Leaving their bytes out of a phase's total over its whole duration would not
+    do: the duration is what their own requests took, and two runs of one plan move the
+    same bytes, so that ratio would be the phase durations' again."""
+    value, whole = entry.get(f"{op}_mbps"), samples.get(op)
+    part = samples.get(f"{op} without {EXCLUDED_TYPE}")
+    if not isinstance(value, int | float) or whole is None or part is None:
+        return None
+    est = ESTIMATORS[f"{op}_mbps_excl_vmdk"][1]
+    return round(float(value) * float(est(part)) / float(est(whole)), 3)
 
 
 def relative_draws(samples: np.ndarray, estimator: Estimator, seed: int = SEED) -> np.ndarray:

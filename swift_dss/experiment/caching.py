@@ -41,7 +41,7 @@ from swift_dss.experiment.scale import (
     table_mix,
     working_set,
 )
-from swift_dss.experiment.summary import at_real_speed, figures, mbps_excluding, ratio
+from swift_dss.experiment.summary import at_real_speed, figures, ratio
 from swift_dss.experiment.targets import Testbed, check_kept, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
@@ -402,7 +402,9 @@ def build_summary(
                 continue
             entry = {**source, "measured_as": source["key"]}
             for op in ("put", "get"):
-                entry[f"{op}_mbps_excl_vmdk"] = mbps_excluding(source, op, "VMDK")
+                entry[f"{op}_mbps_excl_vmdk"] = bootstrap.excluding(
+                    source, (samples or {}).get(source["key"], {}), op
+                )
             fraction = pct / 100
             price = price_per_gb(entry["mode"], fraction)
             entry["price_per_gb"] = round(price, 4)
@@ -438,10 +440,12 @@ def build_summary(
         ("dss@10%", "ssd@10%", "get_ops_per_s"),
     ):
         a, b = keyed.get(num, {}).get(metric), keyed.get(den, {}).get(metric)
+        measured = ratio(a, b)
         headlines.append(
             {
                 "what": f"{num} / {den} {metric}",
-                "measured": ratio(a, b),
+                "measured": measured,
+                "ci": intervals.headline_ci(keyed, num, den, metric, measured, samples or {}),
                 "paper": None,
                 "target": None,
                 "met": None,

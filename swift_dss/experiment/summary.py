@@ -88,21 +88,6 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a is not None and b else None
 
 
-def mbps_excluding(entry: dict[str, Any], op: str, otype: str) -> float | None:
-    """OP's bandwidth without the objects of type OTYPE: in a scaled run one VMDK object can
-    carry most of the bytes, and whether it alone succeeded decides the total."""
-    durations = [p["duration_s"] for p in entry.get("phases", []) if p.get("op") == op]
-    if not durations or not durations[0]:
-        return None
-    cells = entry.get("by_type") or {}
-    nbytes = sum(
-        c.get("bytes", 0)
-        for k, c in cells.items()
-        if k.startswith(f"{op} ") and k != f"{op} {otype}"
-    )
-    return round(nbytes / 1e6 / durations[0], 3)
-
-
 def at_real_speed(figs: dict[str, Any], k: int) -> dict[str, Any]:
     """FIGS (from `figures`) of a run dilated K times, read at the emulated testbed's speed:
     bandwidths and rates times K, times divided by K (see swift_dss.testbed.dilation)."""

@@ -151,4 +151,21 @@ def test_headline_of_single_runs_gets_a_bootstrap_interval() -> None:
 @pytest.mark.parametrize("op", ["put", "get"])
 def test_load_returns_only_phases_with_requests(tmp_path: Path, op: str) -> None:
     run = write_run(tmp_path, "lru-10", 1, [(op, 10, 0.001, 0.002)])
-    assert set(bootstrap.load(run / "loadgen" / "recorder.json")) == {op}
+    assert set(bootstrap.load(run / "loadgen" / "recorder.json")) == {op, f"{op} without VMDK"}
+
+
+def test_bandwidth_without_vmdk_leaves_out_their_time_as_well_as_their_bytes(
+    tmp_path: Path,
+) -> None:
+    rec = Recorder(0.0)
+    for nbytes, lat in ((100, 0.1), (100, 0.1)):
+        rec.record(("get", "get", "Files", 25, "small"), "200", lat, lat, lat, nbytes)
+    # One large object: most of the bytes, and at a lower rate than the small ones.
+    rec.record(("get", "get", "VMDK", 31, "large"), "200", 1.0, 0.05, 1.0, 600)
+    path = tmp_path / "recorder.json"
+    path.write_text(json.dumps(rec.to_json()))
+    samples = bootstrap.load(path)
+    assert len(samples["get"]) == 3 and len(samples["get without VMDK"]) == 2
+    # Whole: 800 bytes / 1.2 s; without VMDK: 200 bytes / 0.2 s, 1.5 times the rate.
+    assert bootstrap.excluding({"get_mbps": 10.0}, samples, "get") == pytest.approx(15.0)
+    assert bootstrap.excluding({"get_mbps": 10.0}, {}, "get") is None
