@@ -68,7 +68,8 @@ EXCLUDED_TYPE = "VMDK"
 
 def phase_requests(recorder: Recorder, op: str, without: str | None = None) -> np.ndarray:
     """(n, 3) matrix of (bytes, ttfb us, latency us) of the successful OP requests of the
-    phase named OP, every object type together (the phase rows' figures) but WITHOUT."""
+    phase named OP, every object type together (the phase rows' figures) except the type
+    WITHOUT names."""
     cells = [
         c.done
         for key, c in recorder.cells.items()
