@@ -47,10 +47,15 @@ def _p99(col: int) -> Estimator:
     return lambda m: np.percentile(m[..., col], 99, axis=-1)
 
 
+def _bandwidth(m: np.ndarray) -> np.ndarray:
+    """Bytes over summed request time: a closed loop's bandwidth, per client."""
+    return _sum(BYTES)(m) / _sum(LAT)(m)
+
+
 #: figure -> (phase op, estimator over a (draws, n, 3) or (n, 3) matrix).
 ESTIMATORS: dict[str, tuple[str, Estimator]] = {
-    "put_mbps": ("put", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
-    "get_mbps": ("get", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
+    "put_mbps": ("put", _bandwidth),
+    "get_mbps": ("get", _bandwidth),
     "put_ops_per_s": ("put", lambda m: 1 / _mean(LAT)(m)),
     "get_ops_per_s": ("get", lambda m: 1 / _mean(LAT)(m)),
     "put_latency_ms": ("put", _mean(LAT)),
@@ -59,8 +64,8 @@ ESTIMATORS: dict[str, tuple[str, Estimator]] = {
     "put_p99_ms": ("put", _p99(LAT)),
     "get_ttfb_p99_ms": ("get", _p99(TTFB)),
     # Without the VMDK objects, whose few requests carry most of the bytes.
-    "put_mbps_excl_vmdk": ("put without VMDK", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
-    "get_mbps_excl_vmdk": ("get without VMDK", lambda m: _sum(BYTES)(m) / _sum(LAT)(m)),
+    "put_mbps_excl_vmdk": ("put without VMDK", _bandwidth),
+    "get_mbps_excl_vmdk": ("get without VMDK", _bandwidth),
 }
 #: The object type the `*_excl_vmdk` figures leave out.
 EXCLUDED_TYPE = "VMDK"
@@ -98,8 +103,7 @@ def excluding(entry: dict[str, object], samples: dict[str, np.ndarray], op: str)
     part = samples.get(f"{op} without {EXCLUDED_TYPE}")
     if not isinstance(value, int | float) or whole is None or part is None:
         return None
-    est = ESTIMATORS[f"{op}_mbps_excl_vmdk"][1]
-    return round(float(value) * float(est(part)) / float(est(whole)), 3)
+    return round(float(value) * float(_bandwidth(part)) / float(_bandwidth(whole)), 3)
 
 
 def relative_draws(samples: np.ndarray, estimator: Estimator, seed: int = SEED) -> np.ndarray:
