@@ -19,8 +19,10 @@ def _plt() -> Any:
     return plt
 
 
-def _bars(ax: Any, summary: dict[str, Any], pcts: list[str], metric: str, scale: float) -> None:
+def _bars(ax: Any, summary: dict[str, Any], pcts: list[str], metric: str, scale: float) -> bool:
+    """Bars of METRIC per configuration and cache size; whether any is above zero."""
     width = 0.8 / len(BASES)
+    drawn = False
     for i, base in enumerate(BASES):
         xs, vals, paper_x, paper_v = [], [], [], []
         for j, pct in enumerate(pcts):
@@ -36,9 +38,11 @@ def _bars(ax: Any, summary: dict[str, Any], pcts: list[str], metric: str, scale:
                 paper_x.append(x)
                 paper_v.append(ref * scale)
         ax.bar(xs, vals, width, label=LABELS[base])
+        drawn = drawn or any(v > 0 for v in vals)
         if paper_x:
             ax.scatter(paper_x, paper_v, marker="D", color="black", s=18, zorder=3)
     ax.set_xticks(range(len(pcts)), [f"{p} cache" for p in pcts])
+    return drawn
 
 
 def fig7(summary: dict[str, Any], pcts: list[str], path: Path) -> None:
@@ -53,8 +57,8 @@ def fig7(summary: dict[str, Any], pcts: list[str], path: Path) -> None:
     ]
     fig, axes = plt.subplots(2, 3, figsize=(13, 7))
     for ax, (metric, title, scale) in zip(axes.flat, panels, strict=True):
-        _bars(ax, summary, pcts, metric, scale)
-        if metric.endswith("_mbps"):
+        # A run of policy variants only has none of these bars; log scale needs one.
+        if _bars(ax, summary, pcts, metric, scale) and metric.endswith("_mbps"):
             ax.set_yscale("log")  # the paper's values are 1-2 orders above a scaled run's
         ax.set_title(title, fontsize="medium")
     axes.flat[0].legend(fontsize="small")

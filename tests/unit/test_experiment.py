@@ -244,6 +244,16 @@ def test_summary_and_report_from_recorded_entries(tmp_path: Path) -> None:
         assert (tmp_path / png).stat().st_size > 1000
 
 
+def test_a_report_of_a_policy_variant_alone_has_its_plots(tmp_path: Path) -> None:
+    """`--only dss-readcut@10%` into a new directory: no HDD, SSD, LRU or DSS bar to draw."""
+    w = scale.paper_workload(TINY)
+    setup = caching.setup_doc(w, scale.working_set(w), TINY, (10.0,))
+    entry = {**recorded_entries()["dss@10%"], "key": "dss-readcut@10%"}
+    doc = caching.build_summary({"dss-readcut@10%": entry}, setup, (10.0,))
+    write_report(tmp_path, doc)
+    assert (tmp_path / "fig7.png").stat().st_size > 1000
+
+
 def test_a_run_of_some_configurations_keeps_the_others_in_the_summary(tmp_path: Path) -> None:
     for key, e in recorded_entries().items():
         slug = key.replace("@", "-").replace("%", "")
