@@ -415,9 +415,7 @@ impl Core {
         g.cache.discard_from(id, 0, size.div_ceil(self.bs).max(1));
         g.files.remove(&id);
         g.hdd_dirty.remove(&id);
-        if let Err(e) = self.commit(&mut g, None) {
-            eprintln!("dss-tier: journal write failed: {e}");
-        }
+        self.commit_logged(&mut g);
     }
 
     pub fn reclassify(&self, id: u64, start: u64, end: u64, class: u8) -> io::Result<()> {

@@ -10,6 +10,14 @@ use std::fs::File;
 use std::io;
 
 impl Core {
+    /// `commit` of a change no request waits on (a discard, a metadata update): a journal
+    /// that cannot be written is reported, and the change stays in memory.
+    pub(super) fn commit_logged(&self, inner: &mut Inner) {
+        if let Err(e) = self.commit(inner, None) {
+            eprintln!("dss-tier: journal write failed: {e}");
+        }
+    }
+
     /// Journal what the engine changed since the last call and write it out, so that it
     /// survives the daemon dying once the request that made the change is answered.
     /// `op` is the file the request wrote and its size after the request.

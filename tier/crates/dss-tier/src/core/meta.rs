@@ -73,9 +73,7 @@ impl Core {
             MetaKind::Directory as u64,
             MetaKind::Xattr as u64 + 1,
         );
-        if let Err(e) = self.commit(&mut g, None) {
-            eprintln!("dss-tier: journal write failed: {e}");
-        }
+        self.commit_logged(&mut g);
     }
 
     /// The pseudo-block of KIND for inode INO: an inode shares its inode-table block with
@@ -92,9 +90,7 @@ impl Core {
     }
 
     fn meta_done(&self, mut g: std::sync::MutexGuard<'_, Inner>, done: u64) {
-        if let Err(e) = self.commit(&mut g, None) {
-            eprintln!("dss-tier: journal write failed: {e}");
-        }
+        self.commit_logged(&mut g);
         self.kick(&g);
         drop(g);
         self.wait_until(done);
