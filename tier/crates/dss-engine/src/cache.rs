@@ -51,7 +51,7 @@ pub use outcome::{ClassCounters, Durable, ReadOutcome, Resident, State, Victim, 
 
 use crate::blockmap::BlockMap;
 use crate::clockpro::{ClockPro, ClockProStats};
-use crate::policy::{BaseList, CLASSES, ClassPolicy, Placement, ReadAllocate, Resolved};
+use crate::policy::{BaseList, CLASSES, ClassPolicy, Placement, ReadAllocate, Resolved, WhenFull};
 use ghosts::Ghosts;
 use lists::{CLOCK, Entry, FREE_LIST, HOT, LOGGED, Lists, NIL, NO_LIST, PROTECTED};
 
@@ -70,6 +70,8 @@ pub struct Cache {
     clock: Option<ClockPro>,
     /// Dirty neighbours a write-back victim takes along (`writeback_cluster`).
     cluster: u32,
+    /// `when_full = "wait"`: see `must_wait`.
+    wait_when_full: bool,
     block_size: u32,
     entries: Vec<Entry>,
     lists: Lists,
@@ -110,6 +112,7 @@ impl Cache {
             },
             clock: (policy.base_list == BaseList::ClockPro).then(|| ClockPro::new(n, cfg.high)),
             cluster: policy.writeback_cluster,
+            wait_when_full: policy.when_full == WhenFull::Wait,
             block_size: policy.block_size,
             entries,
             lists,
@@ -338,6 +341,29 @@ impl Cache {
         } else if free >= self.cfg.high {
             self.syncer_active = false;
         }
+    }
+
+    /// True when a write of block `key` in `class` should wait for the syncer before
+    /// `write`: the policy says `when_full = "wait"`, the block would be cached but is not
+    /// resident, no entry is free or clean to take, and some are dirty or in flight while
+    /// the cache is under pressure, so that write-back will free one. Otherwise `write`
+    /// decides at once (and writes around a full cache). A query only: the caller waits
+    /// and asks again.
+    pub fn must_wait(&self, key: BlockKey, class: u8) -> bool {
+        self.wait_when_full
+            && self.syncer_active
+            && self.table[class as usize].placement != Placement::Hdd
+            && self.may_allocate(class)
+            && !self.has_reusable()
+            && self.lists.dirty_len() + self.in_flight > 0
+            && self.find(key).is_none()
+    }
+
+    /// True when `allocate` has an entry to take without waiting for write-back.
+    fn has_reusable(&self) -> bool {
+        self.lists.head(FREE_LIST) != NIL
+            || self.lists.head(PROTECTED) != NIL
+            || self.clock.as_ref().is_some_and(|c| c.resident() > 0)
     }
 
     fn may_allocate(&self, class: u8) -> bool {

@@ -15,4 +15,6 @@ pub use cache::{
     WriteOutcome,
 };
 pub use clockpro::ClockProStats;
-pub use policy::{BaseList, Mode, Placement, Policy, PolicyError, ReadAllocate, Resolved};
+pub use policy::{
+    BaseList, Mode, Placement, Policy, PolicyError, ReadAllocate, Resolved, WhenFull,
+};

@@ -99,6 +99,19 @@ pub enum BaseList {
     ClockPro,
 }
 
+/// What a write does when it finds no entry to take (none free, none clean) while dirty
+/// ones are waiting for the syncer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhenFull {
+    /// The writer waits for the syncer to clean entries, and its block then goes to the
+    /// SSD: the paper's baseline allocates every write it caches from the free list.
+    Wait,
+    /// The block goes to the HDD at once (counted in `bypassed_bytes`), as caches that
+    /// write around when full do.
+    WriteAround,
+}
+
 /// Which read misses are copied into the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadAllocate {
@@ -311,6 +324,8 @@ pub struct Policy {
     /// the HDD gets a file's blocks in one run. 0 (the default) is the paper's syncer.
     #[serde(default)]
     pub writeback_cluster: u32,
+    #[serde(default = "default_when_full")]
+    pub when_full: WhenFull,
     pub default_priority: u8,
     #[serde(default = "default_tier")]
     pub default_tier: Tier,
@@ -328,6 +343,9 @@ fn default_block_size() -> u32 {
 }
 fn default_read_allocate() -> ReadAllocate {
     ReadAllocate::Always
+}
+fn default_when_full() -> WhenFull {
+    WhenFull::Wait
 }
 fn default_base_list() -> BaseList {
     BaseList::Lru
@@ -426,6 +444,7 @@ impl Policy {
             base_list: self.base_list,
             protected_fraction: self.protected_fraction,
             writeback_cluster: self.writeback_cluster,
+            when_full: self.when_full,
             classes,
         }
     }
@@ -450,6 +469,7 @@ pub struct Resolved {
     pub base_list: BaseList,
     pub protected_fraction: f64,
     pub writeback_cluster: u32,
+    pub when_full: WhenFull,
     pub classes: [ClassPolicy; CLASSES],
 }
 

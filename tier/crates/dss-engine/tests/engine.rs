@@ -254,6 +254,61 @@ fn full_cache_sends_even_high_priority_to_the_hdd() {
     c.check().unwrap();
 }
 
+/// An LRU cache of four entries whose every entry holds a dirty block.
+fn full_of_dirty(options: &str) -> Cache {
+    let text = format!("{options}\n{POLICY}");
+    let p = Policy::parse(&text).unwrap().resolve(Some(Mode::Lru));
+    let mut c = Cache::new(
+        &p,
+        Config {
+            entries: 4,
+            low: 1,
+            high: 2,
+        },
+    );
+    for i in 0..4 {
+        slot(c.write(k(i), 2, 4096));
+    }
+    assert_eq!(c.dirty_entries(), 4);
+    c
+}
+
+#[test]
+fn a_write_that_finds_only_dirty_entries_waits_for_the_syncer() {
+    let mut c = full_of_dirty("");
+    assert!(c.must_wait(k(9), 2));
+    // A resident block is written in place.
+    assert!(!c.must_wait(k(0), 2));
+    // Once the syncer has cleaned a batch, the write takes a cleaned entry.
+    let mut v = Vec::new();
+    c.pick_victims(&mut v, 1);
+    assert!(c.must_wait(k(9), 2), "in flight is not yet free");
+    drain(&mut c, &v);
+    assert!(!c.must_wait(k(9), 2));
+    slot(c.write(k(9), 2, 4096));
+    assert_eq!(c.counters(2).bypassed_bytes, 0);
+    c.check().unwrap();
+}
+
+#[test]
+fn write_around_sends_the_block_to_the_hdd_when_only_dirty_entries_are_left() {
+    let mut c = full_of_dirty("when_full = \"write-around\"");
+    assert!(!c.must_wait(k(9), 2));
+    assert_eq!(c.write(k(9), 2, 4096), WriteOutcome::Hdd { bypassed: true });
+    assert_eq!(c.counters(2).bypassed_bytes, 4096);
+    let err = Policy::parse(&format!("when_full = \"block\"\n{POLICY}")).unwrap_err();
+    assert!(err.to_string().contains("wait"), "{err}");
+}
+
+#[test]
+fn a_cache_of_pinned_blocks_never_waits_since_nothing_will_be_written_back() {
+    let mut c = cache(Mode::Ssd, 4, 1, 2);
+    for i in 0..4 {
+        slot(c.write(k(i), 1, 4096));
+    }
+    assert!(!c.must_wait(k(9), 1));
+}
+
 #[test]
 fn read_miss_fills_and_a_racing_write_cancels_the_fill() {
     let mut c = cache(Mode::Dss, 8, 1, 2);

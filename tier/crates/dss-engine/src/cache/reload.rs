@@ -12,7 +12,7 @@
 use super::ghosts::Ghosts;
 use super::lists::{NIL, PROTECTED};
 use super::{Cache, State};
-use crate::policy::{BaseList, CLASSES, PolicyError, ReadAllocate, Resolved};
+use crate::policy::{BaseList, CLASSES, PolicyError, ReadAllocate, Resolved, WhenFull};
 
 impl Cache {
     /// Take `policy` as the decision table from now on. Cached blocks stay valid, dirty
@@ -61,6 +61,7 @@ impl Cache {
         self.table = policy.classes;
         self.cfg = cfg;
         self.cluster = policy.writeback_cluster;
+        self.wait_when_full = policy.when_full == WhenFull::Wait;
         self.bypass_from = policy.bypass_priority.map_or(u16::MAX, u16::from);
         self.read_fill_from = match policy.read_allocate {
             ReadAllocate::Always | ReadAllocate::SecondMiss => u16::MAX,

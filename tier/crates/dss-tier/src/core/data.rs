@@ -2,7 +2,7 @@
 //! the slab and the HDD files as the engine decides them.
 
 use super::device_io::IoBuf;
-use super::state::{Core, Inner};
+use super::state::{Core, Inner, ROOM_PATIENCE};
 use crate::runs::{FillRun, Run};
 use dss_engine::device::{Model, Op};
 use dss_engine::{BlockKey, Durable, ReadOutcome, WriteOutcome};
@@ -171,76 +171,118 @@ impl Core {
 
     /// Write `data` at `offset`. Blocks bound for adjacent slots, and blocks bypassing to
     /// adjacent bytes of the HDD file, are each written with one call once the engine has
-    /// decided the whole request.
+    /// decided them. When a block must wait for room (`Cache::must_wait`), what is decided
+    /// so far is written, the lock is let go until a write-back batch has cleaned blocks,
+    /// and the request goes on from that block, finishing no earlier than the batch.
     pub fn write(&self, file: &Arc<File>, class: u8, offset: u64, data: &[u8]) -> io::Result<()> {
         let md = file.metadata()?;
-        let (id, fsize) = (md.ino(), md.size());
+        let w = WriteReq {
+            file,
+            id: md.ino(),
+            fsize: md.size(),
+            class,
+            offset,
+            data,
+        };
         let end = offset + data.len() as u64;
-        let bs = self.bs;
+        let mut pos = offset;
+        let mut patient = true;
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
-        let inner = &mut *g;
-        let mut to_hdd = false;
-        let r = (|| -> io::Result<()> {
-            let (mut ssd, mut hdd) = (Run::default(), Run::default());
-            let mut anchored = false;
-            let mut pos = offset;
-            while pos < end {
-                let index = pos / bs;
-                let within = pos % bs;
-                let n = (bs - within).min(end - pos) as usize;
-                let at = (pos - offset) as usize;
-                let key = BlockKey { file: id, index };
-                match inner.cache.write(key, class, n as u32) {
-                    WriteOutcome::Ssd { slot, hit } => {
-                        if !anchored {
-                            self.anchor(file, id)?;
-                            inner.files.entry(id).or_insert_with(|| file.clone());
-                            anchored = true;
-                        }
-                        if hit || n as u64 == bs {
-                            let dev = u64::from(slot) * bs + within;
-                            if !ssd.extend(dev, at, n) {
-                                done = done.max(self.ssd_write_run(inner, ssd, data)?);
-                                ssd = Run::start(dev, at, n);
-                            }
-                        } else {
-                            // A new entry for part of a block: the rest comes from the HDD.
-                            let src = &data[at..][..n];
-                            let t =
-                                self.fill_partial(inner, file, key, fsize, slot, within, src)?;
-                            done = done.max(t);
-                        }
-                    }
-                    WriteOutcome::Hdd { .. } => {
-                        to_hdd = true;
-                        if !hdd.extend(pos, at, n) {
-                            done = done.max(self.hdd_write_run(inner, file, id, hdd, data)?);
-                            hdd = Run::start(pos, at, n);
-                        }
-                    }
-                }
-                pos += n as u64;
+        loop {
+            let inner = &mut *g;
+            let mut to_hdd = false;
+            let r = self.write_part(inner, &w, &mut pos, patient, &mut to_hdd);
+            if to_hdd {
+                inner.hdd_dirty.insert(w.id);
             }
-            done = done.max(self.ssd_write_run(inner, ssd, data)?);
-            done = done.max(self.hdd_write_run(inner, file, id, hdd, data)?);
-            // The HDD file's size stays the file's size even while its tail is only
-            // cached (the journal's `valid` makes that size durable with the block).
-            if end > fsize {
-                file.set_len(end)?;
+            let c = self.commit(inner, Some((w.id, w.fsize.max(pos))));
+            self.kick(inner);
+            done = done.max(r?);
+            c?;
+            if pos == end {
+                break;
             }
-            Ok(())
-        })();
-        if to_hdd {
-            inner.hdd_dirty.insert(id);
+            let before = inner.cleaned_batches;
+            let (next, waited) = self
+                .room
+                .wait_timeout_while(g, ROOM_PATIENCE, |i| i.cleaned_batches == before)
+                .unwrap();
+            g = next;
+            patient = !waited.timed_out();
+            done = done.max(g.cleaned_at);
         }
-        let c = self.commit(inner, Some((id, fsize.max(end))));
-        self.kick(inner);
         drop(g);
-        r?;
-        c?;
         self.wait_until(done);
         Ok(())
+    }
+
+    /// Write `w` from `*pos` up to its end, or up to the first block that must wait for
+    /// room (only while `patient`), leaving `*pos` there. Returns the modelled completion
+    /// time; `to_hdd` is set when anything went to the HDD file.
+    fn write_part(
+        &self,
+        inner: &mut Inner,
+        w: &WriteReq<'_>,
+        pos: &mut u64,
+        patient: bool,
+        to_hdd: &mut bool,
+    ) -> io::Result<u64> {
+        let (bs, id, data) = (self.bs, w.id, w.data);
+        let end = w.offset + data.len() as u64;
+        let (mut ssd, mut hdd) = (Run::default(), Run::default());
+        let mut anchored = false;
+        let mut done = 0;
+        while *pos < end {
+            let index = *pos / bs;
+            let within = *pos % bs;
+            let n = (bs - within).min(end - *pos) as usize;
+            let at = (*pos - w.offset) as usize;
+            let key = BlockKey { file: id, index };
+            if patient && inner.cache.must_wait(key, w.class) {
+                break;
+            }
+            match inner.cache.write(key, w.class, n as u32) {
+                WriteOutcome::Ssd { slot, hit } => {
+                    if !anchored {
+                        self.anchor(w.file, id)?;
+                        inner.files.entry(id).or_insert_with(|| w.file.clone());
+                        anchored = true;
+                    }
+                    if hit || n as u64 == bs {
+                        let dev = u64::from(slot) * bs + within;
+                        if !ssd.extend(dev, at, n) {
+                            done = done.max(self.ssd_write_run(inner, ssd, data)?);
+                            ssd = Run::start(dev, at, n);
+                        }
+                    } else {
+                        // A new entry for part of a block: the rest comes from the HDD.
+                        let src = &data[at..][..n];
+                        let t =
+                            self.fill_partial(inner, w.file, key, w.fsize, slot, within, src)?;
+                        done = done.max(t);
+                    }
+                }
+                WriteOutcome::Hdd { .. } => {
+                    *to_hdd = true;
+                    if !hdd.extend(*pos, at, n) {
+                        done = done.max(self.hdd_write_run(inner, w.file, id, hdd, data)?);
+                        hdd = Run::start(*pos, at, n);
+                    }
+                }
+            }
+            *pos += n as u64;
+        }
+        done = done.max(self.ssd_write_run(inner, ssd, data)?);
+        done = done.max(self.hdd_write_run(inner, w.file, id, hdd, data)?);
+        // The HDD file's size stays the file's size even while its tail is only cached
+        // (the journal's `valid` makes that size durable with the block). Asked again
+        // under the lock: a write that ran while this one waited for room, or between
+        // its `metadata` and the lock, may have made the file longer still.
+        if *pos > w.fsize && *pos > w.file.metadata()?.size() {
+            w.file.set_len(*pos)?;
+        }
+        Ok(done)
     }
 
     fn ssd_write_run(&self, inner: &mut Inner, run: Run, data: &[u8]) -> io::Result<u64> {
@@ -425,4 +467,15 @@ impl Core {
         }
         self.commit(&mut g, None)
     }
+}
+
+/// A write request as `Core::write` carries it across its parts.
+struct WriteReq<'a> {
+    file: &'a Arc<File>,
+    id: u64,
+    /// The file's size before the request.
+    fsize: u64,
+    class: u8,
+    offset: u64,
+    data: &'a [u8],
 }

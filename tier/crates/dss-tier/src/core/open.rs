@@ -143,10 +143,13 @@ impl Core {
             dirty_count,
             unanchor: Vec::new(),
             hdd_dirty: HashSet::new(),
+            cleaned_batches: 0,
+            cleaned_at: 0,
         };
         let core = Core {
             inner: Mutex::new(inner),
             wake: Condvar::new(),
+            room: Condvar::new(),
             store,
             journal_file: jfile,
             anchors,

@@ -18,6 +18,12 @@ pub(super) const META: u64 = 1 << 63;
 /// Blocks the syncer writes back per batch (per lock hold).
 pub(super) const SYNC_BATCH: usize = 64;
 
+/// How long a writer waits for a write-back batch to clean blocks before it writes around
+/// the full cache instead: a batch takes milliseconds to a second of modelled time, so
+/// this many seconds without one means write-back is failing, and the writer must not
+/// hang on it.
+pub(super) const ROOM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the engine lock covers: the engine and everything its decisions change at once.
 pub(super) struct Inner {
     pub(super) cache: Cache,
@@ -33,12 +39,18 @@ pub(super) struct Inner {
     pub(super) unanchor: Vec<u64>,
     /// Files written on the HDD (data, size) since their last HDD sync.
     pub(super) hdd_dirty: HashSet<u64>,
+    /// Write-back batches that have cleaned blocks, and the modelled time the last of
+    /// them was durable: a writer waiting for room (`Cache::must_wait`) waits for both.
+    pub(super) cleaned_batches: u64,
+    pub(super) cleaned_at: u64,
 }
 
 /// The cache of one mount, shared by the FUSE threads and the syncer.
 pub struct Core {
     pub(super) inner: Mutex<Inner>,
     pub(super) wake: Condvar,
+    /// Signalled when write-back has cleaned blocks.
+    pub(super) room: Condvar,
     pub(super) store: File,
     /// The journal's file, for syncing it without holding the lock.
     pub(super) journal_file: File,

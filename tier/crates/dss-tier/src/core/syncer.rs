@@ -101,6 +101,9 @@ impl Core {
         inner.victims = victims;
         self.commit(inner, None)?;
         let journalled = self.gc(inner)?;
+        inner.cleaned_batches += 1;
+        inner.cleaned_at = inner.cleaned_at.max(t.max(journalled));
+        self.room.notify_all();
         match first_err {
             Some(e) => Err(e),
             None if !synced => Err(io::Error::other("sync after write-back failed")),

@@ -35,17 +35,18 @@ impl Dirs {
         self.open_models(cache, mode, warm, "none")
     }
     fn open_models(&self, cache: u64, mode: Mode, warm: bool, ssd: &str) -> (Core, Replay) {
-        self.open_devices(cache, mode, warm, ssd, "none")
+        self.open_policy(POLICY, cache, mode, warm, ssd, "none")
     }
-    fn open_devices(
+    fn open_policy(
         &self,
+        policy: &str,
         cache: u64,
         mode: Mode,
         warm: bool,
         ssd: &str,
         hdd: &str,
     ) -> (Core, Replay) {
-        let p = Policy::parse(POLICY).unwrap();
+        let p = Policy::parse(policy).unwrap();
         let r = p.resolve(Some(mode));
         Core::open(
             &r,
@@ -506,7 +507,7 @@ fn hdd_writes(core: &Core) -> (u64, u64) {
 fn hdd_writes_reach_the_model_through_its_page_cache_and_fsync_forces_them_out() {
     let d = Dirs::new("pagecache");
     let model = "st1000nm0011:pagecache=64MiB";
-    let (core, _) = d.open_devices(1 << 20, Mode::Hdd, false, "none", model);
+    let (core, _) = d.open_policy(POLICY, 1 << 20, Mode::Hdd, false, "none", model);
     let ((a, ino_a), (b, _)) = (d.file("a"), d.file("b"));
     let data = pattern(1 << 20, 9);
     for (i, piece) in data.chunks(64 << 10).enumerate() {
@@ -619,4 +620,44 @@ fn a_removed_inode_leaves_its_directory_and_xattr_blocks_not_its_inode_table_blo
     assert_eq!(class_cached(&core, "3"), 0);
     assert_eq!(class_cached(&core, "4"), 4096);
     assert_eq!(class_cached(&core, "2"), 4096);
+}
+
+/// Writes 2 MiB in 4 KiB requests into a 256 KiB LRU cache while the syncer runs, checks
+/// the bytes read back, and returns the class's counters.
+fn through_a_full_cache(name: &str, policy: &str) -> crate::stats::ClassStats {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let d = Dirs::new(name);
+    let (core, _) = d.open_policy(policy, 256 << 10, Mode::Lru, false, "none", "none");
+    let core = Arc::new(core);
+    let stop = Arc::new(AtomicBool::new(false));
+    let syncer = {
+        let (core, stop) = (core.clone(), stop.clone());
+        std::thread::spawn(move || core.syncer(stop))
+    };
+    let (f, _) = d.file("a");
+    let data = pattern(2 << 20, 7);
+    for (i, chunk) in data.chunks(4096).enumerate() {
+        core.write(&f, 24, (i * 4096) as u64, chunk).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    syncer.join().unwrap();
+    // Taken before reading back: read misses that find no room count as bypassed too.
+    let stats = core.stats().classes["24"].clone();
+    assert!(core.read(&f, 24, 0, data.len()).unwrap() == data);
+    stats
+}
+
+#[test]
+fn a_write_into_a_cache_full_of_dirty_blocks_waits_for_write_back() {
+    let waited = through_a_full_cache("full-wait", POLICY);
+    // Every block went through the SSD: the writers waited for the syncer to make room.
+    assert_eq!(waited.bypassed_bytes, 0);
+    assert!(
+        waited.written_back_bytes >= (2 << 20) - (256 << 10),
+        "{waited:?}"
+    );
+    let around = format!("when_full = \"write-around\"\n{POLICY}");
+    let went_around = through_a_full_cache("full-around", &around);
+    // Without waiting, the blocks that found no room went to the HDD.
+    assert!(went_around.bypassed_bytes > 0, "{went_around:?}");
 }
