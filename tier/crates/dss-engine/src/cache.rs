@@ -344,18 +344,30 @@ impl Cache {
     }
 
     /// True when a write of block `key` in `class` should wait for the syncer before
-    /// `write`: the policy says `when_full = "wait"`, the block would be cached but is not
-    /// resident, no entry is free or clean to take, and some are dirty or in flight while
+    /// `write`: the policy says `when_full = "wait"`, the write would take an entry
+    /// (`takes_entry`), none is free or clean to take, and some are dirty or in flight while
     /// the cache is under pressure, so that write-back will free one. Otherwise `write`
     /// decides at once (and writes around a full cache). A query only: the caller waits
     /// and asks again.
     pub fn must_wait(&self, key: BlockKey, class: u8) -> bool {
         self.wait_when_full
             && self.syncer_active
-            && self.table[class as usize].placement != Placement::Hdd
-            && self.may_allocate(class)
             && !self.has_reusable()
             && self.lists.dirty_len() + self.in_flight > 0
+            && self.takes_entry(key, class)
+    }
+
+    /// `when_full = "wait"`: writers that find the cache full wait for write-back.
+    pub fn waits_when_full(&self) -> bool {
+        self.wait_when_full
+    }
+
+    /// True when a write of block `key` in `class` would take a new entry: the block is
+    /// not resident, and its class is cached and not bypassing. A caller that queues
+    /// waiting writers asks this so that a newcomer does not take the room they wait for.
+    pub fn takes_entry(&self, key: BlockKey, class: u8) -> bool {
+        self.table[class as usize].placement != Placement::Hdd
+            && self.may_allocate(class)
             && self.find(key).is_none()
     }
 

@@ -2,7 +2,7 @@
 //! the slab and the HDD files as the engine decides them.
 
 use super::device_io::IoBuf;
-use super::state::{Core, Inner, ROOM_PATIENCE};
+use super::state::{Core, Inner, ROOM_PATIENCE, ROOM_POLL};
 use crate::runs::{FillRun, Run};
 use dss_engine::device::{Model, Op};
 use dss_engine::{BlockKey, Durable, ReadOutcome, WriteOutcome};
@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
+use std::time::Instant;
 
 impl Core {
     #[cfg(test)]
@@ -172,8 +173,9 @@ impl Core {
     /// Write `data` at `offset`. Blocks bound for adjacent slots, and blocks bypassing to
     /// adjacent bytes of the HDD file, are each written with one call once the engine has
     /// decided them. When a block must wait for room (`Cache::must_wait`), what is decided
-    /// so far is written, the lock is let go until a write-back batch has cleaned blocks,
-    /// and the request goes on from that block, finishing no earlier than the batch.
+    /// so far is written, the writer joins the queue of waiting writers and lets the lock
+    /// go; once it is first in the queue and there is room, the request goes on from that
+    /// block, finishing no earlier than the write-back that made the room.
     pub fn write(&self, file: &Arc<File>, class: u8, offset: u64, data: &[u8]) -> io::Result<()> {
         let md = file.metadata()?;
         let w = WriteReq {
@@ -186,46 +188,72 @@ impl Core {
         };
         let end = offset + data.len() as u64;
         let mut pos = offset;
-        let mut patient = true;
+        let mut waiter = None;
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
-        loop {
+        let mut moved = (
+            Instant::now(),
+            g.cleaned_batches,
+            g.room_queue.front().copied(),
+        );
+        let r = loop {
             let inner = &mut *g;
+            let patient = waiter.is_some() || moved.0.elapsed() < ROOM_PATIENCE;
             let mut to_hdd = false;
-            let r = self.write_part(inner, &w, &mut pos, patient, &mut to_hdd);
+            let r = self.write_part(inner, &w, &mut pos, patient.then_some(waiter), &mut to_hdd);
             if to_hdd {
                 inner.hdd_dirty.insert(w.id);
             }
             let c = self.commit(inner, Some((w.id, w.fsize.max(pos))));
             self.kick(inner);
-            done = done.max(r?);
-            c?;
-            if pos == end {
-                break;
+            match (r, c) {
+                (Ok(t), Ok(())) => done = done.max(t),
+                (Err(e), _) | (_, Err(e)) => break Err(e),
             }
-            let before = inner.cleaned_batches;
-            let (next, waited) = self
-                .room
-                .wait_timeout_while(g, ROOM_PATIENCE, |i| i.cleaned_batches == before)
-                .unwrap();
-            g = next;
-            patient = !waited.timed_out();
+            if pos == end {
+                break Ok(());
+            }
+            if waiter.is_none() {
+                waiter = Some(inner.next_waiter);
+                inner.room_queue.push_back(inner.next_waiter);
+                inner.next_waiter += 1;
+            }
+            g = self.room.wait_timeout(g, ROOM_POLL).unwrap().0;
             done = done.max(g.cleaned_at);
-        }
+            let now = (g.cleaned_batches, g.room_queue.front().copied());
+            if now != (moved.1, moved.2) {
+                moved = (Instant::now(), now.0, now.1);
+            } else if moved.0.elapsed() >= ROOM_PATIENCE {
+                // Nothing moved for that long: leave the queue and write around.
+                self.leave_room_queue(&mut g, waiter.take());
+            }
+        };
+        self.leave_room_queue(&mut g, waiter);
         drop(g);
+        r?;
         self.wait_until(done);
         Ok(())
     }
 
+    fn leave_room_queue(&self, inner: &mut Inner, waiter: Option<u64>) {
+        if let Some(id) = waiter {
+            inner.room_queue.retain(|&w| w != id);
+            self.room.notify_all();
+        }
+    }
+
     /// Write `w` from `*pos` up to its end, or up to the first block that must wait for
-    /// room (only while `patient`), leaving `*pos` there. Returns the modelled completion
-    /// time; `to_hdd` is set when anything went to the HDD file.
+    /// room, leaving `*pos` there. `queue` is `None` when the writer no longer waits (it
+    /// writes around a full cache), else its place in the queue of waiting writers, if it
+    /// has one: a block that takes an entry waits while another writer is first in the
+    /// queue. Returns the modelled completion time; `to_hdd` is set when anything went to
+    /// the HDD file.
     fn write_part(
         &self,
         inner: &mut Inner,
         w: &WriteReq<'_>,
         pos: &mut u64,
-        patient: bool,
+        queue: Option<Option<u64>>,
         to_hdd: &mut bool,
     ) -> io::Result<u64> {
         let (bs, id, data) = (self.bs, w.id, w.data);
@@ -239,7 +267,15 @@ impl Core {
             let n = (bs - within).min(end - *pos) as usize;
             let at = (*pos - w.offset) as usize;
             let key = BlockKey { file: id, index };
-            if patient && inner.cache.must_wait(key, w.class) {
+            if let Some(me) = queue
+                && inner.cache.waits_when_full()
+                && inner.cache.takes_entry(key, w.class)
+                && (inner.cache.must_wait(key, w.class)
+                    || inner
+                        .room_queue
+                        .front()
+                        .is_some_and(|&first| Some(first) != me))
+            {
                 break;
             }
             match inner.cache.write(key, w.class, n as u32) {

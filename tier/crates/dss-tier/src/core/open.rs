@@ -145,6 +145,8 @@ impl Core {
             hdd_dirty: HashSet::new(),
             cleaned_batches: 0,
             cleaned_at: 0,
+            room_queue: Default::default(),
+            next_waiter: 0,
         };
         let core = Core {
             inner: Mutex::new(inner),

@@ -9,7 +9,7 @@ use dss_engine::{Cache, Victim};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Metadata pseudo-files: block keys with this bit set stand for inode, directory and
 /// xattr updates, so that file-system metadata is charged through the same cache.
@@ -18,11 +18,15 @@ pub(super) const META: u64 = 1 << 63;
 /// Blocks the syncer writes back per batch (per lock hold).
 pub(super) const SYNC_BATCH: usize = 64;
 
-/// How long a writer waits for a write-back batch to clean blocks before it writes around
-/// the full cache instead: a batch takes milliseconds to a second of modelled time, so
-/// this many seconds without one means write-back is failing, and the writer must not
-/// hang on it.
-pub(super) const ROOM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a writer waiting for room goes on waiting while nothing moves (no write-back
+/// batch done, no writer ahead of it served) before it writes around the full cache
+/// instead: a batch takes milliseconds to a second of modelled time, so this many
+/// seconds without one means write-back is failing, and the writer must not hang on it.
+pub(super) const ROOM_PATIENCE: Duration = Duration::from_secs(10);
+
+/// How often a waiting writer looks again without being woken: room can also come from
+/// a file's blocks being dropped, which no batch announces.
+pub(super) const ROOM_POLL: Duration = Duration::from_millis(50);
 
 /// What the engine lock covers: the engine and everything its decisions change at once.
 pub(super) struct Inner {
@@ -43,6 +47,11 @@ pub(super) struct Inner {
     /// them was durable: a writer waiting for room (`Cache::must_wait`) waits for both.
     pub(super) cleaned_batches: u64,
     pub(super) cleaned_at: u64,
+    /// Writers waiting for room, first come first served (ids from `next_waiter`): the
+    /// entries a write-back batch frees go to the longest waiting writer, not to whichever
+    /// thread wakes first, so that no request starves while others go on.
+    pub(super) room_queue: std::collections::VecDeque<u64>,
+    pub(super) next_waiter: u64,
 }
 
 /// The cache of one mount, shared by the FUSE threads and the syncer.

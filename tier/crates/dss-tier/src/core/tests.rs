@@ -622,8 +622,8 @@ fn a_removed_inode_leaves_its_directory_and_xattr_blocks_not_its_inode_table_blo
     assert_eq!(class_cached(&core, "2"), 4096);
 }
 
-/// Writes 2 MiB in 4 KiB requests into a 256 KiB LRU cache while the syncer runs, checks
-/// the bytes read back, and returns the class's counters.
+/// Four writers each write 512 KiB in 4 KiB requests into a 256 KiB LRU cache while the
+/// syncer runs; checks the bytes read back and returns the class's counters.
 fn through_a_full_cache(name: &str, policy: &str) -> crate::stats::ClassStats {
     use std::sync::atomic::{AtomicBool, Ordering};
     let d = Dirs::new(name);
@@ -634,16 +634,27 @@ fn through_a_full_cache(name: &str, policy: &str) -> crate::stats::ClassStats {
         let (core, stop) = (core.clone(), stop.clone());
         std::thread::spawn(move || core.syncer(stop))
     };
-    let (f, _) = d.file("a");
-    let data = pattern(2 << 20, 7);
-    for (i, chunk) in data.chunks(4096).enumerate() {
-        core.write(&f, 24, (i * 4096) as u64, chunk).unwrap();
-    }
+    let files: Vec<_> = (0..4u8)
+        .map(|i| (d.file(&format!("f{i}")).0, pattern(512 << 10, i)))
+        .collect();
+    std::thread::scope(|s| {
+        for (f, data) in &files {
+            let core = &core;
+            s.spawn(move || {
+                for (i, chunk) in data.chunks(4096).enumerate() {
+                    core.write(f, 24, (i * 4096) as u64, chunk).unwrap();
+                }
+            });
+        }
+    });
     stop.store(true, Ordering::Relaxed);
     syncer.join().unwrap();
     // Taken before reading back: read misses that find no room count as bypassed too.
     let stats = core.stats().classes["24"].clone();
-    assert!(core.read(&f, 24, 0, data.len()).unwrap() == data);
+    for (f, data) in &files {
+        assert!(core.read(f, 24, 0, data.len()).unwrap() == *data);
+    }
+    assert!(core.inner.lock().unwrap().room_queue.is_empty());
     stats
 }
 
