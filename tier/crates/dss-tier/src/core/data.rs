@@ -267,14 +267,12 @@ impl Core {
             let n = (bs - within).min(end - *pos) as usize;
             let at = (*pos - w.offset) as usize;
             let key = BlockKey { file: id, index };
+            // Cheapest tests first: this runs for every block of every write.
             if let Some(me) = queue
                 && inner.cache.waits_when_full()
-                && inner.cache.takes_entry(key, w.class)
                 && (inner.cache.must_wait(key, w.class)
-                    || inner
-                        .room_queue
-                        .front()
-                        .is_some_and(|&first| Some(first) != me))
+                    || (inner.room_queue.front().is_some_and(|&f| Some(f) != me)
+                        && inner.cache.takes_entry(key, w.class)))
             {
                 break;
             }
