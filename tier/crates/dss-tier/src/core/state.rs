@@ -6,7 +6,7 @@ use crate::journal::Journal;
 use dss_engine::device::Device;
 use dss_engine::policy::Classify;
 use dss_engine::{Cache, Victim};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -50,7 +50,7 @@ pub(super) struct Inner {
     /// Writers waiting for room, first come first served (ids from `next_waiter`): the
     /// entries a write-back batch frees go to the longest waiting writer, not to whichever
     /// thread wakes first, so that no request starves while others go on.
-    pub(super) room_queue: std::collections::VecDeque<u64>,
+    pub(super) room_queue: VecDeque<u64>,
     pub(super) next_waiter: u64,
 }
 
@@ -58,7 +58,8 @@ pub(super) struct Inner {
 pub struct Core {
     pub(super) inner: Mutex<Inner>,
     pub(super) wake: Condvar,
-    /// Signalled when write-back has cleaned blocks.
+    /// Signalled when write-back has cleaned blocks or a writer has left the queue of
+    /// writers waiting for room.
     pub(super) room: Condvar,
     pub(super) store: File,
     /// The journal's file, for syncing it without holding the lock.
