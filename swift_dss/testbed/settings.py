@@ -24,6 +24,16 @@ PAPER_SERVER_WORKERS = 8
 #: in the emulated testbed's time.
 POST_QUORUM_TIMEOUT = 0.5
 CONTAINER_UPDATE_TIMEOUT = 1.0
+#: The proxy's windows, Swift's defaults, dilated for the same reason: how long a node
+#: that timed out too often is left out (and over what span its errors count), and how
+#: long an account's or container's existence stays cached. Left at 60 s, a node left
+#: out stayed out 60/K s of emulated time, so how often PUTs found too few nodes
+#: depended on K.
+PROXY_INTERVALS = {
+    "error_suppression_interval": 60,
+    "recheck_account_existence": 60,
+    "recheck_container_existence": 60,
+}
 #: Swift's memcache client: connections per proxy worker, and its timeouts to connect,
 #: to wait for a pooled connection and for an answer.
 MEMCACHE_CONNECTIONS_PER_WORKER = 2
@@ -103,7 +113,7 @@ class TestbedSettings:
         }
 
     def proxy_options(self) -> dict[str, str]:
-        """[app:proxy-server] timeouts, dilated."""
+        """[app:proxy-server] timeouts and intervals, dilated."""
         opts = self._timeouts()
         return {
             **opts,
@@ -111,6 +121,7 @@ class TestbedSettings:
             "recoverable_node_timeout": opts["node_timeout"],
             # The wait for the replicas past a quorum (Swift's 0.5 s).
             "post_quorum_timeout": f"{self.dilated.timeout(POST_QUORUM_TIMEOUT):g}",
+            **{k: f"{self.dilated.timeout(v):g}" for k, v in PROXY_INTERVALS.items()},
         }
 
     def memcache_options(self) -> dict[str, str]:

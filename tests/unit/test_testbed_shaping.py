@@ -79,6 +79,9 @@ def test_settings_dilate_timeouts_and_models() -> None:
         "client_timeout": "240",
         "recoverable_node_timeout": "40",
         "post_quorum_timeout": "2",
+        "error_suppression_interval": "240",
+        "recheck_account_existence": "240",
+        "recheck_container_existence": "240",
     }
     assert tb.object_options() == {
         "conn_timeout": "2",

@@ -2,7 +2,7 @@
 //! the slab and the HDD files as the engine decides them.
 
 use super::device_io::IoBuf;
-use super::state::{Core, Inner, ROOM_PATIENCE, ROOM_POLL};
+use super::state::{Core, Inner, ROOM_POLL};
 use crate::runs::{FillRun, Run};
 use dss_engine::device::{Model, Op};
 use dss_engine::{BlockKey, Durable, ReadOutcome, WriteOutcome};
@@ -198,7 +198,7 @@ impl Core {
         );
         let r = loop {
             let inner = &mut *g;
-            let patient = waiter.is_some() || moved.0.elapsed() < ROOM_PATIENCE;
+            let patient = waiter.is_some() || moved.0.elapsed() < self.patience;
             let mut to_hdd = false;
             let r = self.write_part(inner, &w, &mut pos, patient.then_some(waiter), &mut to_hdd);
             if to_hdd {
@@ -223,7 +223,7 @@ impl Core {
             let now = (g.cleaned_batches, g.room_queue.front().copied());
             if now != (moved.1, moved.2) {
                 moved = (Instant::now(), now.0, now.1);
-            } else if moved.0.elapsed() >= ROOM_PATIENCE {
+            } else if moved.0.elapsed() >= self.patience {
                 // Nothing moved for that long: leave the queue and write around.
                 self.leave_room_queue(&mut g, waiter.take());
             }

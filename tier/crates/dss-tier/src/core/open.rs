@@ -1,6 +1,6 @@
 //! Mounting the cache: replaying the journal a previous daemon left on the SSD.
 
-use super::state::{Core, Inner, SYNC_BATCH};
+use super::state::{Core, Inner, SYNC_BATCH, room_patience};
 use crate::anchors::Anchors;
 use crate::journal::{self, Journal, Record};
 use crate::layout::{JOURNAL, SLAB};
@@ -133,6 +133,7 @@ impl Core {
                 anchors.remove(ino)?;
             }
         }
+        let patience = room_patience(ssd.model().dilation(), hdd.model().dilation());
         let inner = Inner {
             cache,
             ssd,
@@ -152,6 +153,7 @@ impl Core {
             inner: Mutex::new(inner),
             wake: Condvar::new(),
             room: Condvar::new(),
+            patience,
             store,
             journal_file: jfile,
             anchors,

@@ -22,7 +22,15 @@ pub(super) const SYNC_BATCH: usize = 64;
 /// batch done, no writer ahead of it served) before it writes around the full cache
 /// instead: a batch takes milliseconds to a second of modelled time, so this many
 /// seconds without one means write-back is failing, and the writer must not hang on it.
-pub(super) const ROOM_PATIENCE: Duration = Duration::from_secs(10);
+/// Modelled time: a dilated model stretches it (`room_patience`).
+const ROOM_PATIENCE: Duration = Duration::from_secs(10);
+
+/// `ROOM_PATIENCE` for devices dilated by `ssd` and `hdd` (DieCast factors, 1 for none):
+/// a batch of a K times slower HDD takes K times as long, and a patience that did not
+/// stretch with it would send writers around the cache sooner the larger K.
+pub(super) fn room_patience(ssd: u32, hdd: u32) -> Duration {
+    ROOM_PATIENCE * ssd.max(hdd).max(1)
+}
 
 /// How often a waiting writer looks again without being woken: room can also come from
 /// a file's blocks being dropped, which no batch announces.
@@ -61,6 +69,8 @@ pub struct Core {
     /// Signalled when write-back has cleaned blocks or a writer has left the queue of
     /// writers waiting for room.
     pub(super) room: Condvar,
+    /// `room_patience` for this mount's device models.
+    pub(super) patience: Duration,
     pub(super) store: File,
     /// The journal's file, for syncing it without holding the lock.
     pub(super) journal_file: File,

@@ -672,3 +672,27 @@ fn a_write_into_a_cache_full_of_dirty_blocks_waits_for_write_back() {
     // Without waiting, the blocks that found no room went to the HDD.
     assert!(went_around.bypassed_bytes > 0, "{went_around:?}");
 }
+
+#[test]
+fn the_patience_for_room_stretches_with_the_models_dilation() {
+    use std::time::Duration;
+    let d = Dirs::new("patience");
+    let policy = POLICY;
+    let plain = d
+        .open_policy(policy, 1 << 20, Mode::Lru, false, "none", "none")
+        .0;
+    let base = plain.patience;
+    assert_eq!(base, Duration::from_secs(10));
+    drop(plain);
+    let dilated = d
+        .open_policy(
+            policy,
+            1 << 20,
+            Mode::Lru,
+            false,
+            "intel710",
+            "st1000nm0011:dilation=4",
+        )
+        .0;
+    assert_eq!(dilated.patience, base * 4);
+}
