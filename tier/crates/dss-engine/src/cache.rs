@@ -343,29 +343,25 @@ impl Cache {
         }
     }
 
-    /// True when a write of block `key` in `class` should wait for the syncer before
-    /// `write`: the policy says `when_full = "wait"`, the write would take an entry
-    /// (`takes_entry`), none is free or clean to take, and some are dirty or in flight while
-    /// the cache is under pressure, so that write-back will free one. Otherwise `write`
-    /// decides at once (and writes around a full cache). A query only: the caller waits
-    /// and asks again.
-    pub fn must_wait(&self, key: BlockKey, class: u8) -> bool {
+    /// True when a write of block `key` in `class` should wait before `write`: the policy
+    /// says `when_full = "wait"`, the write would take an entry (`takes_entry`), and
+    /// either `others_waiting` (writers queued earlier are owed the room write-back
+    /// frees; the caller keeps that queue) or none is free or clean to take while some
+    /// are dirty or in flight under pressure, so that write-back will free one. Otherwise
+    /// `write` decides at once (and writes around a full cache). A query only: the caller
+    /// waits and asks again. The block is looked up last, after the cheap tests.
+    pub fn must_wait(&self, key: BlockKey, class: u8, others_waiting: bool) -> bool {
         self.wait_when_full
-            && self.syncer_active
-            && !self.has_reusable()
-            && self.lists.dirty_len() + self.in_flight > 0
+            && (others_waiting
+                || (self.syncer_active
+                    && !self.has_reusable()
+                    && self.lists.dirty_len() + self.in_flight > 0))
             && self.takes_entry(key, class)
     }
 
-    /// `when_full = "wait"`: writers that find the cache full wait for write-back.
-    pub fn waits_when_full(&self) -> bool {
-        self.wait_when_full
-    }
-
     /// True when a write of block `key` in `class` would take a new entry: the block is
-    /// not resident, and its class is cached and not bypassing. A caller that queues
-    /// waiting writers asks this so that a newcomer does not take the room they wait for.
-    pub fn takes_entry(&self, key: BlockKey, class: u8) -> bool {
+    /// not resident, and its class is cached and not bypassing.
+    fn takes_entry(&self, key: BlockKey, class: u8) -> bool {
         self.table[class as usize].placement != Placement::Hdd
             && self.may_allocate(class)
             && self.find(key).is_none()

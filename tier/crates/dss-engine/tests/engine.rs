@@ -276,15 +276,18 @@ fn full_of_dirty(options: &str) -> Cache {
 #[test]
 fn a_write_that_finds_only_dirty_entries_waits_for_the_syncer() {
     let mut c = full_of_dirty("");
-    assert!(c.must_wait(k(9), 2));
-    // A resident block is written in place.
-    assert!(!c.must_wait(k(0), 2));
-    // Once the syncer has cleaned a batch, the write takes a cleaned entry.
+    assert!(c.must_wait(k(9), 2, false));
+    // A resident block is written in place, even behind other waiting writers.
+    assert!(!c.must_wait(k(0), 2, false));
+    assert!(!c.must_wait(k(0), 2, true));
+    // Once the syncer has cleaned a batch, the write takes a cleaned entry...
     let mut v = Vec::new();
     c.pick_victims(&mut v, 1);
-    assert!(c.must_wait(k(9), 2), "in flight is not yet free");
+    assert!(c.must_wait(k(9), 2, false), "in flight is not yet free");
     drain(&mut c, &v);
-    assert!(!c.must_wait(k(9), 2));
+    assert!(!c.must_wait(k(9), 2, false));
+    // ... unless writers queued before it are owed that entry.
+    assert!(c.must_wait(k(9), 2, true));
     slot(c.write(k(9), 2, 4096));
     assert_eq!(c.counters(2).bypassed_bytes, 0);
     c.check().unwrap();
@@ -293,7 +296,8 @@ fn a_write_that_finds_only_dirty_entries_waits_for_the_syncer() {
 #[test]
 fn write_around_sends_the_block_to_the_hdd_when_only_dirty_entries_are_left() {
     let mut c = full_of_dirty("when_full = \"write-around\"");
-    assert!(!c.must_wait(k(9), 2));
+    assert!(!c.must_wait(k(9), 2, false));
+    assert!(!c.must_wait(k(9), 2, true));
     assert_eq!(c.write(k(9), 2, 4096), WriteOutcome::Hdd { bypassed: true });
     assert_eq!(c.counters(2).bypassed_bytes, 4096);
     let err = Policy::parse(&format!("when_full = \"block\"\n{POLICY}")).unwrap_err();
@@ -306,7 +310,7 @@ fn a_cache_of_pinned_blocks_never_waits_since_nothing_will_be_written_back() {
     for i in 0..4 {
         slot(c.write(k(i), 1, 4096));
     }
-    assert!(!c.must_wait(k(9), 1));
+    assert!(!c.must_wait(k(9), 1, false));
 }
 
 #[test]

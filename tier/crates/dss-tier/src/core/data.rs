@@ -186,9 +186,8 @@ impl Core {
             offset,
             data,
         };
-        let end = offset + data.len() as u64;
         let mut pos = offset;
-        let mut waiter = None;
+        let mut place = Place::New;
         let mut done = 0;
         let mut g = self.inner.lock().unwrap();
         let mut moved = (
@@ -198,9 +197,8 @@ impl Core {
         );
         let r = loop {
             let inner = &mut *g;
-            let patient = waiter.is_some() || moved.0.elapsed() < self.patience;
             let mut to_hdd = false;
-            let r = self.write_part(inner, &w, &mut pos, patient.then_some(waiter), &mut to_hdd);
+            let r = self.write_part(inner, &w, &mut pos, place, &mut to_hdd);
             if to_hdd {
                 inner.hdd_dirty.insert(w.id);
             }
@@ -210,11 +208,11 @@ impl Core {
                 (Ok(t), Ok(())) => done = done.max(t),
                 (Err(e), _) | (_, Err(e)) => break Err(e),
             }
-            if pos == end {
+            if pos == w.end() {
                 break Ok(());
             }
-            if waiter.is_none() {
-                waiter = Some(inner.next_waiter);
+            if place == Place::New {
+                place = Place::Queued(inner.next_waiter);
                 inner.room_queue.push_back(inner.next_waiter);
                 inner.next_waiter += 1;
             }
@@ -225,39 +223,39 @@ impl Core {
                 moved = (Instant::now(), now.0, now.1);
             } else if moved.0.elapsed() >= self.patience {
                 // Nothing moved for that long: leave the queue and write around.
-                self.leave_room_queue(&mut g, waiter.take());
+                self.leave_room_queue(&mut g, place);
+                place = Place::Around;
             }
         };
-        self.leave_room_queue(&mut g, waiter);
+        self.leave_room_queue(&mut g, place);
         drop(g);
         r?;
         self.wait_until(done);
         Ok(())
     }
 
-    fn leave_room_queue(&self, inner: &mut Inner, waiter: Option<u64>) {
-        if let Some(id) = waiter {
+    fn leave_room_queue(&self, inner: &mut Inner, place: Place) {
+        if let Place::Queued(id) = place {
             inner.room_queue.retain(|&w| w != id);
             self.room.notify_all();
         }
     }
 
     /// Write `w` from `*pos` up to its end, or up to the first block that must wait for
-    /// room, leaving `*pos` there. `queue` is `None` when the writer no longer waits (it
-    /// writes around a full cache), else its place in the queue of waiting writers, if it
-    /// has one: a block that takes an entry waits while another writer is first in the
-    /// queue. Returns the modelled completion time; `to_hdd` is set when anything went to
-    /// the HDD file.
+    /// room, leaving `*pos` there: a block that takes an entry waits while another writer
+    /// is first in the queue of waiting writers, unless this writer is at `Place::Around`.
+    /// Returns the modelled completion time; `to_hdd` is set when anything went to the
+    /// HDD file.
     fn write_part(
         &self,
         inner: &mut Inner,
         w: &WriteReq<'_>,
         pos: &mut u64,
-        queue: Option<Option<u64>>,
+        place: Place,
         to_hdd: &mut bool,
     ) -> io::Result<u64> {
         let (bs, id, data) = (self.bs, w.id, w.data);
-        let end = w.offset + data.len() as u64;
+        let end = w.end();
         let (mut ssd, mut hdd) = (Run::default(), Run::default());
         let mut anchored = false;
         let mut done = 0;
@@ -267,12 +265,17 @@ impl Core {
             let n = (bs - within).min(end - *pos) as usize;
             let at = (*pos - w.offset) as usize;
             let key = BlockKey { file: id, index };
-            // Cheapest tests first: this runs for every block of every write.
-            if let Some(me) = queue
-                && inner.cache.waits_when_full()
-                && (inner.cache.must_wait(key, w.class)
-                    || (inner.room_queue.front().is_some_and(|&f| Some(f) != me)
-                        && inner.cache.takes_entry(key, w.class)))
+            // This runs for every block of every write: `must_wait` asks its cheap tests
+            // before it looks the block up.
+            if place != Place::Around
+                && inner.cache.must_wait(
+                    key,
+                    w.class,
+                    inner
+                        .room_queue
+                        .front()
+                        .is_some_and(|&f| Place::Queued(f) != place),
+                )
             {
                 break;
             }
@@ -512,4 +515,22 @@ struct WriteReq<'a> {
     class: u8,
     offset: u64,
     data: &'a [u8],
+}
+
+impl WriteReq<'_> {
+    /// The byte past the request's last.
+    fn end(&self) -> u64 {
+        self.offset + self.data.len() as u64
+    }
+}
+
+/// Where a writer stands with the queue of writers waiting for room.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Not queued: it takes entries as long as nobody is queued.
+    New,
+    /// Queued under this id: it takes entries once first in the queue.
+    Queued(u64),
+    /// It gave up waiting (nothing moved for the patience): it writes around a full cache.
+    Around,
 }
