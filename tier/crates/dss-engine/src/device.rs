@@ -5,6 +5,14 @@
 //! A model may also be dilated (DieCast's time dilation): with factor K every service time
 //! is K times longer, and so is every interval of the page cache in front of the device,
 //! as if the whole modelled machine ran K times slower.
+//!
+//! And a model may be rate-scaled for a workload whose object sizes were scaled by a
+//! factor s (`rate_scale=s`): its transfer rates, and the gaps it passes over without a
+//! seek or takes for one write stream, are multiplied by s; its per-operation times and
+//! its capacity (over which files lie, whatever their size) are not. A transfer then takes
+//! as long as the full-size one would on the real device, so a request's fixed costs and
+//! its transfer keep the proportions they had before the sizes were scaled; left
+//! unscaled, a workload at a tenth of the sizes is mostly seeks.
 
 use crate::pagecache::{Disk, NO_FILE, PageCache, PageCacheConfig};
 use std::fmt;
@@ -31,6 +39,8 @@ pub struct HddModel {
     pub pagecache: Option<PageCacheConfig>,
     /// Time dilation factor.
     pub dilation: u32,
+    /// The factor `mbps` and `near_gap_bytes` were scaled by (`rate_scale`), 1 when not.
+    pub rate_scale: f64,
 }
 
 /// Flash: `parallelism` independent units each charging a per-operation overhead, all
@@ -60,6 +70,9 @@ pub struct SsdModel {
     pub pagecache: Option<PageCacheConfig>,
     /// Time dilation factor.
     pub dilation: u32,
+    /// The factor the rates and `stream_gap_bytes` were scaled by (`rate_scale`), 1 when
+    /// not; the per-operation overhead stays the profile's.
+    pub rate_scale: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -97,6 +110,7 @@ impl HddModel {
             near_gap_bytes: 256 << 10,
             pagecache: None,
             dilation: 1,
+            rate_scale: 1.0,
         }
     }
 
@@ -111,6 +125,7 @@ impl HddModel {
             near_gap_bytes: 256 << 10,
             pagecache: None,
             dilation: 1,
+            rate_scale: 1.0,
         }
     }
 
@@ -148,6 +163,7 @@ impl SsdModel {
             stream_gap_bytes: 128 << 10,
             pagecache: None,
             dilation: 1,
+            rate_scale: 1.0,
         }
     }
 
@@ -163,6 +179,7 @@ impl SsdModel {
             stream_gap_bytes: 128 << 10,
             pagecache: None,
             dilation: 1,
+            rate_scale: 1.0,
         }
     }
 
@@ -184,7 +201,9 @@ impl SsdModel {
             Op::Write => self.write_iops,
         };
         let per_op = f64::from(self.parallelism) * 1e9 / iops;
-        (per_op - self.transfer_ns(op, 4096) as f64).max(0.0) as u64
+        // The IOPS are the real device's at 4 KiB, so its unscaled transfer is taken out.
+        let transfer = self.transfer_ns(op, 4096) as f64 * self.rate_scale;
+        (per_op - transfer).max(0.0) as u64
     }
 }
 
@@ -193,8 +212,9 @@ impl Model {
     /// followed by `:key=value,...` overrides of the profile's fields, `dilation=K` (a
     /// whole number, any model) and, for an HDD or an SSD, the page cache in front of it
     /// (`pagecache=SIZE` turns it on; `dirty_ratio`, `background_ratio`, `expire=TIME`,
-    /// `writeback=TIME` adjust it). Sizes take `KiB`, `MiB`, `GiB` (or bytes), times `ms`
-    /// or `s`.
+    /// `writeback=TIME` adjust it), and `rate_scale=S` (a number in (0, 1], any model but
+    /// `none`: the transfer rates and gaps, overridden or not, times S). Sizes take `KiB`, `MiB`,
+    /// `GiB` (or bytes), times `ms` or `s`.
     pub fn parse(spec: &str) -> Result<Model, ModelError> {
         let (name, overrides) = match spec.split_once(':') {
             Some((n, o)) => (n, o),
@@ -214,6 +234,7 @@ impl Model {
         };
         let mut pagecache: Option<PageCacheConfig> = None;
         let mut cache_keys = Vec::new();
+        let mut rate_scale = 1.0;
         for kv in overrides.split(',').filter(|s| !s.is_empty()) {
             let (k, v) = kv
                 .split_once('=')
@@ -221,6 +242,7 @@ impl Model {
             match (&mut model, k) {
                 (Model::Hdd(h), "dilation") => h.dilation = parse_dilation(kv, v)?,
                 (Model::Ssd(s), "dilation") => s.dilation = parse_dilation(kv, v)?,
+                (Model::Hdd(_) | Model::Ssd(_), "rate_scale") => rate_scale = parse_ratio(kv, v)?,
                 (Model::Hdd(_) | Model::Ssd(_), "pagecache") => {
                     pagecache = Some(PageCacheConfig::linux(parse_size(kv, v)?));
                 }
@@ -256,12 +278,19 @@ impl Model {
             if h.track_to_track_ms > h.seek_ms {
                 return Err(ModelError("track_to_track_ms exceeds seek_ms".into()));
             }
+            h.rate_scale = rate_scale;
+            h.mbps *= rate_scale;
+            h.near_gap_bytes = scale_bytes(h.near_gap_bytes, rate_scale);
         }
         if let Model::Ssd(s) = &mut model {
             s.pagecache = pagecache;
             if s.parallelism == 0 {
                 return Err(ModelError("parallelism must be at least 1".into()));
             }
+            s.rate_scale = rate_scale;
+            s.read_mbps *= rate_scale;
+            s.write_mbps *= rate_scale;
+            s.stream_gap_bytes = scale_bytes(s.stream_gap_bytes, rate_scale);
         }
         Ok(model)
     }
@@ -342,6 +371,10 @@ fn set_number(model: &mut Model, name: &str, kv: &str, k: &str, v: &str) -> Resu
     };
     *field = v;
     Ok(())
+}
+
+fn scale_bytes(bytes: u64, factor: f64) -> u64 {
+    (bytes as f64 * factor).round() as u64
 }
 
 fn parse_dilation(kv: &str, v: &str) -> Result<u32, ModelError> {
@@ -803,8 +836,72 @@ mod tests {
             "ssd:parallelism=0.5",
             "ssd:write_iops=0",
             "ssd:write_streams=-1",
+            "hdd:rate_scale=0",
+            "hdd:rate_scale=1.5",
+            "none:rate_scale=0.1",
         ] {
             assert!(Model::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Time to serve `n` accesses of `len` bytes, sequential from 0, or with `slots` =
+    /// (unit, count) at random multiples of unit below unit x count.
+    fn serve(spec: &str, op: Op, len: u64, n: u64, slots: Option<(u64, u64)>) -> u64 {
+        let mut d = Device::new(Model::parse(spec).unwrap());
+        let (mut t, mut seed, mut addr) = (0u64, 11u64, 0u64);
+        for _ in 0..n {
+            if let Some((unit, count)) = slots {
+                addr = (lcg(&mut seed) % count) * unit;
+            }
+            t = d.submit(t, op, addr, len);
+            addr += len;
+        }
+        t
+    }
+
+    #[test]
+    fn rate_scaled_transfers_take_as_long_as_the_full_size_ones() {
+        // A tenth of the bytes at a tenth of the rate: the full-size transfer's time.
+        for spec in ["st1000nm0011", "intel710"] {
+            for op in [Op::Read, Op::Write] {
+                let full = serve(spec, op, 10 << 20, 20, None);
+                let scaled = serve(&format!("{spec}:rate_scale=0.1"), op, 1 << 20, 20, None);
+                let ratio = scaled as f64 / full as f64;
+                assert!((ratio - 1.0).abs() < 0.01, "{spec} {op:?}: {ratio}");
+            }
+        }
+    }
+
+    #[test]
+    fn rate_scaling_keeps_the_per_operation_times() {
+        // Random accesses: an HDD's seeks and rotation, an SSD's per-operation overhead,
+        // are those of the profile; only the transfer of the bytes is slower.
+        let Model::Hdd(h) = Model::parse("st1000nm0011:rate_scale=0.1").unwrap() else {
+            panic!()
+        };
+        let full = HddModel::st1000nm0011();
+        assert_eq!(h.capacity_bytes, full.capacity_bytes);
+        assert_eq!(h.near_gap_bytes, full.near_gap_bytes / 10);
+        assert_eq!(
+            h.position_ns(0, h.capacity_bytes / 2),
+            full.position_ns(0, full.capacity_bytes / 2)
+        );
+        let Model::Ssd(s) = Model::parse("intel710:rate_scale=0.1").unwrap() else {
+            panic!()
+        };
+        let base = SsdModel::intel710();
+        for op in [Op::Read, Op::Write] {
+            // Equal to the nanosecond: the two round at different steps.
+            assert!(
+                s.overhead_ns(op).abs_diff(base.overhead_ns(op)) <= 1,
+                "{op:?}"
+            );
+        }
+        let slots = Some((4096, full.capacity_bytes / 4096));
+        let scaled = serve("st1000nm0011:rate_scale=0.1", Op::Read, 4096, 2000, slots);
+        let unscaled = serve("st1000nm0011", Op::Read, 4096, 2000, slots);
+        let extra = 2000.0 * (h.transfer_ns(4096) - full.transfer_ns(4096)) as f64;
+        let diff = scaled as f64 - unscaled as f64;
+        assert!((diff - extra).abs() < 0.01 * extra, "{diff} vs {extra}");
     }
 }
