@@ -124,6 +124,11 @@ def local_cluster() -> None:
 )
 @click.option("--ssd-model", help="[testbed] dss-tier SSD model.  [intel710]")
 @click.option("--hdd-model", help="[testbed] dss-tier HDD model.  [st1000nm0011]")
+@click.option(
+    "--rate-scale",
+    type=float,
+    help="[testbed] Every link rate and device transfer rate times this, in (0, 1].  [1]",
+)
 @one_line_errors(*EXPECTED)
 def up(
     dir_: Path,

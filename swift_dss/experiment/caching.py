@@ -219,7 +219,7 @@ def run_config(
         "concurrency": w.concurrency,
         "cluster": asdict(spec),
         "testbed": testbed.to_json(),
-        **at_real_speed(figures(doc["rows"]), k),
+        **at_real_speed(figures(doc["rows"]), k, testbed.rate_scale),
         "content_bytes": content_mod.by_type(dump, w),
         "content_shares": content_mod.shares(content_mod.by_type(dump, w)),
         "devices_by_phase": device_phases(snapshots),

@@ -141,7 +141,21 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         f"- Time dilation K = {k}: every link rate and device divided by {k}, every timeout "
         f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
         f"(bandwidths and request rates x{k}, times /{k}).",
+        *rate_scale_lines(st),
         repeats_line(setup.get("repeats", 1)),
+    ]
+
+
+def rate_scale_lines(settings: dict[str, Any]) -> list[str]:
+    s = settings.get("rate_scale", 1.0)
+    if s == 1:
+        return []
+    return [
+        f"- Byte rates x{s:g}, as the object sizes: every link rate and every device's "
+        f"transfer rate (and with it its capacity and the gaps it passes over) times {s:g} "
+        "before dilation, so that a scaled object moves as long as the full-size one on "
+        "the paper's hardware while seeks, per-operation times and CPU stay as they are; "
+        f"bandwidths are read at the full object sizes (measured bytes / {s:g})."
     ]
 
 

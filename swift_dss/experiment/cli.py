@@ -78,24 +78,31 @@ def experiment() -> None:
 
 
 def testbed_options(f: Any, default_dilation: int = 4) -> Any:
-    """--testbed, --dilation and --repeats, handed to the command as one ``testbed``
-    (a `Testbed`) and ``repeats`` (None: the testbed's default)."""
+    """--testbed, --dilation, --rate-scale and --repeats, handed to the command as one
+    ``testbed`` (a `Testbed`) and ``repeats`` (None: the testbed's default)."""
 
     @functools.wraps(f)
     def with_testbed(*args: Any, **kwargs: Any) -> Any:
         from swift_dss.experiment.targets import Testbed
 
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
+        rate_scale = kwargs.pop("rate_scale")
         models = {m: kwargs.pop(m) for m in ("ssd_model", "hdd_model")}
         models = {m: spec for m, spec in models.items() if spec is not None}
-        if kind == "saio" and (k is not None or models):
+        if kind == "saio" and (k is not None or rate_scale is not None or models):
             raise click.BadParameter(
-                "--dilation, --ssd-model and --hdd-model are the emulated testbed's (netns)"
+                "--dilation, --rate-scale, --ssd-model and --hdd-model are the emulated "
+                "testbed's (netns)"
             )
         settings = None
         if kind == "netns":
             base = Testbed("netns").settings or TestbedSettings()
-            settings = replace(base, dilation=k or default_dilation, **models)
+            settings = replace(
+                base,
+                dilation=k or default_dilation,
+                rate_scale=1.0 if rate_scale is None else rate_scale,
+                **models,
+            )
             # On the testbed --workers is each storage server's (the proxy keeps its own).
             workers = kwargs["scale_args"].workers
             if workers is not None:
@@ -120,6 +127,15 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
             help=f"the testbed's dss-tier {device.upper()} model, before dilation "
             f"(docs/tier.md)  [default: {default}]",
         )(with_testbed)
+    with_testbed = click.option(
+        "--rate-scale",
+        type=float,
+        default=None,
+        help="multiply every link rate and device transfer rate by this, in (0, 1], "
+        "before dilation; with the object size scale (0.1), a scaled object takes as "
+        "long to move as the full-size one on the paper's hardware, and bandwidths are "
+        "read at the full sizes  [default: 1]",
+    )(with_testbed)
     with_testbed = click.option(
         "--dilation",
         type=click.IntRange(1, 1000),

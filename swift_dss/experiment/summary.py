@@ -88,16 +88,21 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a is not None and b else None
 
 
-def at_real_speed(figs: dict[str, Any], k: int) -> dict[str, Any]:
+def at_real_speed(figs: dict[str, Any], k: int, rate_scale: float = 1.0) -> dict[str, Any]:
     """FIGS (from `figures`) of a run dilated K times, read at the emulated testbed's speed:
-    bandwidths and rates times K, times divided by K (see swift_dss.testbed.dilation)."""
-    if k == 1:
+    bandwidths and rates times K, times divided by K (see swift_dss.testbed.dilation).
+    With byte rates scaled by RATE_SCALE (the object sizes' scale), a byte moved stands
+    for 1/RATE_SCALE of the full-size objects' bytes, so bandwidths are divided by it too:
+    they are then the bandwidths at the paper's object sizes."""
+    if k == 1 and rate_scale == 1:
         return figs
 
     def scaled(key: str, value: Any) -> Any:
         if not isinstance(value, int | float) or isinstance(value, bool):
             return value
-        if key.endswith("_mbps") or key == "mbps" or key.endswith("_ops_per_s"):
+        if key.endswith("_mbps") or key == "mbps":
+            return _r(value * k / rate_scale)
+        if key.endswith("_ops_per_s"):
             return _r(value * k)
         if key.endswith("_ms"):
             return _r(value / k)

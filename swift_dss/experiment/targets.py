@@ -66,6 +66,10 @@ class Testbed:
     def dilation(self) -> int:
         return self.settings.dilation if self.settings is not None else 1
 
+    @property
+    def rate_scale(self) -> float:
+        return self.settings.rate_scale if self.settings is not None else 1.0
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "dilation": self.dilation}
         if self.settings is not None:

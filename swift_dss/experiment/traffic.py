@@ -207,9 +207,10 @@ def under(recorder: Recorder, phase: str, op: str, ms: float) -> float | None:
 
 
 def stream_entry(
-    workload: Workload, out: dict[str, Any], run_dir: Path, k: int = 1
+    workload: Workload, out: dict[str, Any], run_dir: Path, k: int = 1, rate_scale: float = 1.0
 ) -> dict[str, Any]:
-    """One stream's figures, read at the emulated testbed's speed when dilated K times."""
+    """One stream's figures, read at the emulated testbed's speed when dilated K times
+    (and at the full object sizes when byte rates were scaled by RATE_SCALE)."""
     setup, workload = split_containers(workload)
     setup_rows = runner.summarize(setup, [out.pop("setup")]).recorder.rows()
     result = runner.summarize(workload, [out])
@@ -229,6 +230,7 @@ def stream_entry(
             "put_p99_ms": put.get("lat_p99_ms"),
         },
         k,
+        rate_scale,
     )
     return {
         **figs,
@@ -285,7 +287,8 @@ def run_one(
         after = target.tier_stats()
         rates = target.link_rates()
     streams = {
-        s: stream_entry(w, o, run_dir, k) for s, w, o in zip(STREAMS, workloads, outs, strict=True)
+        s: stream_entry(w, o, run_dir, k, testbed.rate_scale)
+        for s, w, o in zip(STREAMS, workloads, outs, strict=True)
     }
     usage = utilisation.phases(samples, rates)
     devices = content_mod.delta(content_mod.device_totals(after), content_mod.device_totals(before))

@@ -54,13 +54,21 @@ class Dilation:
         """A dss-tier device model string K times slower: `intel710` -> `intel710:dilation=K`,
         `intel710:read_mbps=300` -> `intel710:read_mbps=300,dilation=K`. `none` (a real
         device, which nothing slows) and K = 1 leave the string as it is."""
-        name, _, overrides = spec.partition(":")
-        if not name:
-            raise DilationError(f"device model {spec!r} has no profile name")
-        keys = [kv.partition("=")[0] for kv in overrides.split(",") if kv]
-        if "dilation" in keys:
-            raise DilationError(f"device model {spec!r} sets dilation itself")
-        if name == "none" or self.factor == 1:
+        if self.factor == 1:
+            with_override(spec, "dilation", "1")  # checks SPEC all the same
             return spec
-        suffix = f"dilation={self.factor}"
-        return f"{spec},{suffix}" if keys else f"{name}:{suffix}"
+        return with_override(spec, "dilation", str(self.factor))
+
+
+def with_override(spec: str, key: str, value: str) -> str:
+    """A dss-tier device model string with `key=value` added to its overrides; `none` (a
+    real device, which no model parameter applies to) is left as it is."""
+    name, _, overrides = spec.partition(":")
+    if not name:
+        raise DilationError(f"device model {spec!r} has no profile name")
+    keys = [kv.partition("=")[0] for kv in overrides.split(",") if kv]
+    if key in keys:
+        raise DilationError(f"device model {spec!r} sets {key} itself")
+    if name == "none":
+        return spec
+    return f"{spec},{key}={value}" if keys else f"{name}:{key}={value}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swift_dss.testbed.dilation import Dilation, DilationError
+from swift_dss.testbed.dilation import Dilation, DilationError, with_override
 from swift_dss.testbed.shaping import ShapingError, parse_rate
 from swift_dss.tierctl.options import model_error
 
@@ -74,14 +74,20 @@ class TestbedSettings:
     client_timeout: float = 60.0
     ssd_model: str = "intel710"
     hdd_model: str = "st1000nm0011"
+    #: Every byte rate (each link; each device model's transfer rates, and with them its
+    #: capacity and gaps) times this, before dilation. Set to a workload's object size
+    #: scale, a scaled object's transfer takes as long as the full-size one's on the
+    #: paper's hardware, and seeks, per-operation latencies and CPU keep their share.
+    rate_scale: float = 1.0
 
     def validate(self) -> None:
+        scale = self.rate_scale
+        if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale <= 1:
+            raise TestbedError(f"rate_scale must be a number in (0, 1], not {scale!r}")
         try:
-            dil = Dilation(self.dilation)
             for rate in (self.client_rate, self.proxy_rate, self.storage_rate):
                 parse_rate(rate)
-            for spec in (self.ssd_model, self.hdd_model):
-                dil.model(spec)
+            self.models()
         except (DilationError, ShapingError) as err:
             raise TestbedError(str(err)) from None
         for which, spec in (("SSD", self.ssd_model), ("HDD", self.hdd_model)):
@@ -102,7 +108,7 @@ class TestbedSettings:
     def link_rate(self, role: str) -> int:
         """The dilated rate (bit/s) of ROLE's link: "client", "proxy" or a storage node."""
         text = {"client": self.client_rate, "proxy": self.proxy_rate}.get(role, self.storage_rate)
-        return self.dilated.rate(parse_rate(text))
+        return self.dilated.rate(round(parse_rate(text) * self.rate_scale))
 
     def _timeouts(self) -> dict[str, str]:
         dil = self.dilated
@@ -146,6 +152,13 @@ class TestbedSettings:
         }
 
     def models(self) -> tuple[str, str]:
-        """The SSD and HDD model strings for dss-tier, K times slower."""
-        dil = self.dilated
-        return dil.model(self.ssd_model), dil.model(self.hdd_model)
+        """The SSD and HDD model strings for dss-tier, rate-scaled and K times slower."""
+        ssd, hdd = (
+            self.dilated.model(self._rate_scaled(m)) for m in (self.ssd_model, self.hdd_model)
+        )
+        return ssd, hdd
+
+    def _rate_scaled(self, spec: str) -> str:
+        if self.rate_scale == 1:
+            return spec
+        return with_override(spec, "rate_scale", f"{self.rate_scale:g}")

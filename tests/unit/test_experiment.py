@@ -386,6 +386,10 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--dilation", "0"], "--dilation"),
         (["--ssd-model", "samsung"], "unknown SSD model 'samsung'"),
         (["--hdd-model", "st1000nm0011:dilation=2"], "sets dilation itself"),
+        (["--testbed", "saio", "--rate-scale", "0.1"], "are the emulated testbed's"),
+        (["--rate-scale", "0"], "rate_scale must be a number in (0, 1]"),
+        (["--rate-scale", "1.5"], "rate_scale must be a number in (0, 1]"),
+        (["--hdd-model", "hdd:rate_scale=0.5", "--rate-scale", "0.1"], "sets rate_scale"),
         (["--testbed", "vm"], "--testbed"),
         (["--repeats", "0"], "--repeats"),
     ],
@@ -413,6 +417,12 @@ def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:
     check_kept({}, k4, where)  # entries from before testbeds were recorded
     with pytest.raises(ExperimentError, match=r"entry.json was measured with dilation 8 \(now 4\)"):
         check_kept({"testbed": k8.to_json()}, k4, where)
+    with pytest.raises(ExperimentError, match=r"rate_scale 1.0 \(now 0.1\)"):
+        check_kept(
+            {"testbed": k4.to_json()},
+            Testbed("netns", TestbedSettings(dilation=4, rate_scale=0.1)),
+            where,
+        )
     with pytest.raises(ExperimentError, match=r"server_workers 1 \(now 4\)"):
         check_kept(
             {"testbed": k4.to_json()},
@@ -461,3 +471,23 @@ def test_the_printed_summary_names_a_cpu_bound_reference_configuration() -> None
     out = StringIO()
     print_caching(summary, Console(file=out, width=200))
     assert "set the pace): ssd get" in out.getvalue()
+
+
+def test_the_report_says_how_rates_were_scaled() -> None:
+    from dataclasses import asdict
+
+    from swift_dss.experiment.caching_report import setup_lines
+    from swift_dss.testbed.settings import TestbedSettings
+
+    def lines(**settings: object) -> str:
+        tb = TestbedSettings(dilation=4, **settings)  # type: ignore[arg-type]
+        setup = {
+            "scale": {"devices": 4, "replicas": 3},
+            "testbed": {"kind": "netns", "dilation": 4, "settings": asdict(tb)},
+        }
+        return "\n".join(setup_lines(setup))
+
+    assert "Byte rates" not in lines()
+    scaled = lines(rate_scale=0.1)
+    assert "Byte rates x0.1" in scaled
+    assert "measured bytes / 0.1" in scaled

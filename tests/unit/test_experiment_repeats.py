@@ -59,3 +59,12 @@ def test_dilated_figures_are_read_at_testbed_speed() -> None:
     assert got["by_type"]["get VMDK"]["rows"] == [{"mbps": 4.0, "ttfb_mean_ms": 20.0}]
     assert got["by_type"]["get VMDK"]["ops"] == 3
     assert at_real_speed(figs, 1) is figs
+
+
+def test_rate_scaled_bandwidths_are_read_at_the_full_object_sizes() -> None:
+    figs = {"put_mbps": 2.0, "get_ops_per_s": 10.0, "get_ttfb_ms": 400.0}
+    # A byte moved stands for ten of the full-size objects': bandwidth x K / 0.1; request
+    # rates and times are the dilation's alone.
+    got = at_real_speed(figs, 4, rate_scale=0.1)
+    assert (got["put_mbps"], got["get_ops_per_s"], got["get_ttfb_ms"]) == (80.0, 40.0, 100.0)
+    assert at_real_speed(figs, 1, rate_scale=0.5)["put_mbps"] == 4.0

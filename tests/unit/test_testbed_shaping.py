@@ -109,6 +109,10 @@ def test_settings_dilate_timeouts_and_models() -> None:
         ({"server_workers": 65}, "server_workers"),
         ({"conn_timeout": 0}, "conn_timeout"),
         ({"ssd_model": "intel710:dilation=3"}, "sets dilation"),
+        ({"rate_scale": 0}, "rate_scale"),
+        ({"rate_scale": 1.5}, "rate_scale"),
+        ({"rate_scale": True}, "rate_scale"),
+        ({"rate_scale": 0.1, "hdd_model": "hdd:rate_scale=0.5"}, "sets rate_scale"),
     ],
 )
 def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> None:
@@ -117,6 +121,20 @@ def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> Non
     cfg = LocalClusterConfig(dir=Path("/tmp/x"), testbed=TestbedSettings(**change))  # type: ignore[arg-type]
     with pytest.raises(ClusterError, match=f"testbed: .*{reason}"):
         cfg.validate()
+
+
+def test_rate_scale_multiplies_links_and_device_rates_before_dilation() -> None:
+    tb = TestbedSettings(dilation=4, rate_scale=0.1, hdd_model="st1000nm0011:pagecache=64MiB")
+    assert tb.link_rate("s1") == 25 * 10**6  # 1 Gbit/s x 0.1 / 4
+    assert tb.link_rate("proxy") == 250 * 10**6
+    assert tb.models() == (
+        "intel710:rate_scale=0.1,dilation=4",
+        "st1000nm0011:pagecache=64MiB,rate_scale=0.1,dilation=4",
+    )
+    # Timeouts are times, not rates: the dilation alone stretches them.
+    assert tb.proxy_options() == TestbedSettings(dilation=4).proxy_options()
+    # A real device has no model to scale.
+    assert TestbedSettings(rate_scale=0.5, ssd_model="none").models()[0] == "none"
 
 
 def test_settings_survive_the_state_file() -> None:
