@@ -54,10 +54,8 @@ class Dilation:
         """A dss-tier device model string K times slower: `intel710` -> `intel710:dilation=K`,
         `intel710:read_mbps=300` -> `intel710:read_mbps=300,dilation=K`. `none` (a real
         device, which nothing slows) and K = 1 leave the string as it is."""
-        if self.factor == 1:
-            with_override(spec, "dilation", "1")  # checks SPEC all the same
-            return spec
-        return with_override(spec, "dilation", str(self.factor))
+        dilated = with_override(spec, "dilation", str(self.factor))
+        return spec if self.factor == 1 else dilated
 
 
 def with_override(spec: str, key: str, value: str) -> str:

@@ -74,9 +74,9 @@ class TestbedSettings:
     client_timeout: float = 60.0
     ssd_model: str = "intel710"
     hdd_model: str = "st1000nm0011"
-    #: Every byte rate (each link; each device model's transfer rates, and with them its
-    #: capacity and gaps) times this, before dilation. Set to a workload's object size
-    #: scale, a scaled object's transfer takes as long as the full-size one's on the
+    #: Every byte rate (each link; each device model's transfer rates and byte gaps,
+    #: dss-tier's `rate_scale`) times this, before dilation. Set to a workload's object
+    #: size scale, a scaled object's transfer takes as long as the full-size one's on the
     #: paper's hardware, and seeks, per-operation latencies and CPU keep their share.
     rate_scale: float = 1.0
 
