@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
 from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
+
+if TYPE_CHECKING:
+    from swift_dss.experiment.targets import TestbedDefaults
 
 #: The traffic study's phases on the testbed, in measured seconds.
 TESTBED_TRAFFIC_DURATION = 60.0
@@ -77,9 +80,10 @@ def experiment() -> None:
     pass
 
 
-def testbed_options(f: Any, default_dilation: int = 4) -> Any:
+def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
     """--testbed, --dilation, --rate-scale and --repeats, handed to the command as one
-    ``testbed`` (a `Testbed`) and ``repeats`` (None: the testbed's default)."""
+    ``testbed`` (a `Testbed`, DEFAULTS where the options leave it unsaid) and ``repeats``
+    (None: the testbed's default)."""
 
     @functools.wraps(f)
     def with_testbed(*args: Any, **kwargs: Any) -> Any:
@@ -96,17 +100,20 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
             )
         settings = None
         if kind == "netns":
+            scale_args = kwargs["scale_args"]
+            if rate_scale is None:
+                sizes = scale_args.size_scale or TESTBED_DEFAULT.size_scale
+                rate_scale = min(sizes, 1.0) if defaults.rates_follow_sizes else 1.0
+            # On the testbed --workers is each storage server's (the proxy keeps its own).
+            workers = scale_args.workers
             base = Testbed("netns").settings or TestbedSettings()
             settings = replace(
                 base,
-                dilation=k or default_dilation,
-                rate_scale=1.0 if rate_scale is None else rate_scale,
+                dilation=k or defaults.dilation,
+                rate_scale=rate_scale,
+                server_workers=defaults.server_workers if workers is None else workers,
                 **models,
             )
-            # On the testbed --workers is each storage server's (the proxy keeps its own).
-            workers = kwargs["scale_args"].workers
-            if workers is not None:
-                settings = replace(settings, server_workers=workers)
             try:
                 settings.validate()
             except ValueError as err:
@@ -127,21 +134,22 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
             help=f"the testbed's dss-tier {device.upper()} model, before dilation "
             f"(docs/tier.md)  [default: {default}]",
         )(with_testbed)
+    follow = "the object size scale" if defaults.rates_follow_sizes else "1"
     with_testbed = click.option(
         "--rate-scale",
         type=float,
         default=None,
         help="multiply every link rate and device transfer rate by this, in (0, 1], "
-        "before dilation; with the object size scale (0.1), a scaled object takes as "
-        "long to move as the full-size one on the paper's hardware, and bandwidths are "
-        "read at the full sizes  [default: 1]",
+        "before dilation; with the object size scale, a scaled object takes as long to "
+        "move as the full-size one on the paper's hardware, and bandwidths are read at "
+        f"the full sizes  [default: {follow}]",
     )(with_testbed)
     with_testbed = click.option(
         "--dilation",
         type=click.IntRange(1, 1000),
         default=None,
         help="time dilation factor K of the emulated testbed (links K times slower, "
-        f"devices K times slower, timeouts K times longer)  [default: {default_dilation}]",
+        f"devices K times slower, timeouts K times longer)  [default: {defaults.dilation}]",
     )(with_testbed)
     return click.option(
         "--testbed",
@@ -156,9 +164,9 @@ def testbed_options(f: Any, default_dilation: int = 4) -> Any:
 
 
 def caching_testbed_options(f: Any) -> Any:
-    from swift_dss.experiment.targets import DEFAULT_DILATION
+    from swift_dss.experiment.targets import CACHING_TESTBED
 
-    return testbed_options(f, DEFAULT_DILATION)
+    return testbed_options(f, CACHING_TESTBED)
 
 
 @experiment.command(help="HDD, SSD, LRU and DSS at 5% and 10% cache: Figs. 7-9.")
@@ -230,9 +238,9 @@ def caching(
 
 
 def traffic_testbed_options(f: Any) -> Any:
-    from swift_dss.experiment.targets import TRAFFIC_DILATION
+    from swift_dss.experiment.targets import TRAFFIC_TESTBED
 
-    return testbed_options(f, TRAFFIC_DILATION)
+    return testbed_options(f, TRAFFIC_TESTBED)
 
 
 @experiment.command(help="Four streams, one more sent to the SSD each run: Figs. 10-11.")

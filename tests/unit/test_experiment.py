@@ -437,12 +437,12 @@ def test_the_traffic_study_is_dilated_more_than_the_caching_experiment() -> None
     from click.testing import CliRunner
 
     from swift_dss.experiment.cli import experiment
-    from swift_dss.experiment.targets import DEFAULT_DILATION, TRAFFIC_DILATION
+    from swift_dss.experiment.targets import CACHING_TESTBED, TRAFFIC_TESTBED
 
-    assert TRAFFIC_DILATION > DEFAULT_DILATION
-    for command, k in (("traffic", TRAFFIC_DILATION), ("caching", DEFAULT_DILATION)):
+    assert TRAFFIC_TESTBED.dilation > CACHING_TESTBED.dilation
+    for command, k in (("traffic", TRAFFIC_TESTBED), ("caching", CACHING_TESTBED)):
         out = CliRunner().invoke(experiment, [command, "--help"]).output
-        assert f"[default: {k}]" in " ".join(out.split())
+        assert f"[default: {k.dilation}]" in " ".join(out.split())
 
 
 def test_the_testbeds_device_models_are_settings(tmp_path: Path) -> None:
@@ -491,3 +491,30 @@ def test_the_report_says_how_rates_were_scaled() -> None:
     scaled = lines(rate_scale=0.1)
     assert "Byte rates x0.1" in scaled
     assert "measured bytes / 0.1" in scaled
+
+
+@pytest.mark.parametrize(
+    ("args", "rate_scale", "workers", "k"),
+    [
+        ([], 0.1, 8, 2),  # the size scale, the paper's workers
+        (["--size-scale", "0.2"], 0.2, 8, 2),
+        (["--rate-scale", "1", "--workers", "1", "--dilation", "4"], 1.0, 1, 4),
+    ],
+)
+def test_the_caching_testbed_scales_rates_with_the_sizes(
+    tmp_path: Path, args: list[str], rate_scale: float, workers: int, k: int
+) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+
+    base = ["caching", "--out", str(tmp_path), "--report-only", "--count-scale", "0.0005"]
+    result = CliRunner().invoke(experiment, [*base, *args])
+    assert result.exit_code == 0, result.output
+    testbed = json.loads((tmp_path / "setup.json").read_text())["testbed"]
+    got = testbed["settings"]
+    assert (got["rate_scale"], got["server_workers"], testbed["dilation"]) == (
+        rate_scale,
+        workers,
+        k,
+    )
