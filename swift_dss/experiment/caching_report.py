@@ -152,9 +152,9 @@ def rate_scale_lines(settings: dict[str, Any]) -> list[str]:
         return []
     return [
         f"- Byte rates x{s:g}, as the object sizes: every link rate and every device's "
-        f"transfer rate (and with it its capacity and the gaps it passes over) times {s:g} "
-        "before dilation, so that a scaled object moves as long as the full-size one on "
-        "the paper's hardware while seeks, per-operation times and CPU stay as they are; "
+        f"transfer rates (and the byte gaps it passes over) times {s:g} before dilation, "
+        "so that a scaled object moves as long as the full-size one on the paper's "
+        "hardware while seeks, per-operation times and CPU stay as they are; "
         f"bandwidths are read at the full object sizes (measured bytes / {s:g})."
     ]
 

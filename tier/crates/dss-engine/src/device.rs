@@ -213,8 +213,8 @@ impl Model {
     /// whole number, any model) and, for an HDD or an SSD, the page cache in front of it
     /// (`pagecache=SIZE` turns it on; `dirty_ratio`, `background_ratio`, `expire=TIME`,
     /// `writeback=TIME` adjust it), and `rate_scale=S` (a number in (0, 1], any model but
-    /// `none`: the transfer rates and gaps, overridden or not, times S). Sizes take `KiB`, `MiB`,
-    /// `GiB` (or bytes), times `ms` or `s`.
+    /// `none`: the transfer rates and gaps, overridden or not, times S). Sizes take `KiB`,
+    /// `MiB`, `GiB` (or bytes), times `ms` or `s`.
     pub fn parse(spec: &str) -> Result<Model, ModelError> {
         let (name, overrides) = match spec.split_once(':') {
             Some((n, o)) => (n, o),
