@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pycurl
 from hdrh.histogram import HdrHistogram
 
+from swift_dss.loadgen.ordering import ObjectOrder
 from swift_dss.loadgen.payload import BodyChecker, PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Protocol, Wire
@@ -106,7 +107,8 @@ class Driver:
             c.setopt(pycurl.UPLOAD_BUFFERSIZE, BUFFER)
             self.slots[c] = _Slot(c)
         self.free = list(self.slots.values())
-        self.inflight_objects: set[int] = set()
+        # Enough room that reads of the few popular objects never hold up the sequence.
+        self.order = ObjectOrder(max_waiting=4 * options.concurrency)
         self._t0_perf = time.perf_counter()
         self._t0_wall = time.time()
 
@@ -161,8 +163,7 @@ class Driver:
         c.setopt(pycurl.WRITEFUNCTION, slot.sink.write)
         slot.req = req
         slot.start = now
-        if req.obj >= 0:
-            self.inflight_objects.add(req.obj)
+        self.order.started(req)
         self.multi.add_handle(c)
 
     # --- completing --------------------------------------------------------------------------
@@ -193,7 +194,7 @@ class Driver:
             now - slot.start,
             nbytes,
         )
-        self.inflight_objects.discard(req.obj)
+        self.order.finished(req)
         slot.req = slot.reader = slot.sink = None
         self.free.append(slot)
 
@@ -226,7 +227,6 @@ class Driver:
         """Issues ``requests`` until they run out or ``deadline`` (perf_counter) passes, and
         waits for the last ones. Returns the phase's (start, end) wall-clock times."""
         start = time.perf_counter()
-        pending: Request | None = None
         exhausted = stopping = False
         issued = done = failures_seen = 0
         next_tick = start + 0.25
@@ -235,30 +235,31 @@ class Driver:
             now = time.perf_counter()
             if deadline is not None and now >= deadline:
                 stopping = True
-            while self.free and not exhausted:
+            while self.free:
+                ready = self.order.next_ready()
+                if ready is not None:
+                    self._issue(ready, now)
+                    continue
+                if exhausted or self.order.full:
+                    break
                 if rate is not None:
                     due = start + issued / rate
                     if now < due:
                         break
                     self.loop.lateness.record_value(max(1, int((now - due) * 1e6)))
-                if pending is None:
-                    # A request already drawn is still sent after the deadline: the plan's
-                    # pool counts it as done.
-                    if stopping:
-                        exhausted = True
-                        break
-                    pending = next(requests, None)
-                    if pending is None:
-                        exhausted = True
-                        break
-                # An object with a request in flight waits for it (a mix may read what it
-                # is still writing); order per object stays the sequence's order.
-                if pending.obj >= 0 and pending.obj in self.inflight_objects:
+                # A request already drawn is still sent after the deadline: the plan's pool
+                # counts it as done.
+                if stopping:
+                    exhausted = True
                     break
-                self._issue(pending, now)
-                pending = None
+                req = next(requests, None)
+                if req is None:
+                    exhausted = True
+                    break
                 issued += 1
-            if exhausted and len(self.free) == len(self.slots):
+                if self.order.offer(req):
+                    self._issue(req, now)
+            if exhausted and not self.order.waiting and len(self.free) == len(self.slots):
                 break
             wait = 0.05
             if rate is not None and not exhausted and self.free:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,12 @@ from click.testing import CliRunner
 
 from swift_dss.cli import main
 from swift_dss.loadgen import runner
+from swift_dss.loadgen.driver import Driver, DriverOptions
 from swift_dss.loadgen.localserver import LocalServer
+from swift_dss.loadgen.payload import PayloadSource
+from swift_dss.loadgen.plan import Request
+from swift_dss.loadgen.protocols import connect
+from swift_dss.loadgen.stats import Recorder
 from swift_dss.loadgen.workload import Workload, parse
 
 KIB = 1024
@@ -168,3 +174,31 @@ def _raw() -> dict:
 def test_cli_names_a_missing_workload(bad: str, tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["loadgen", "run", bad, "--out", str(tmp_path)])
     assert res.exit_code != 0 and "shipped" in res.output
+
+
+def test_a_stalled_read_does_not_hold_up_the_reads_after_it() -> None:
+    # Object requests count from 1 and every 4th stalls: three PUTs, then the first of four
+    # GETs of one object hangs and the other three are answered.
+    with LocalServer(faults=["stall@4"]) as srv:
+        recorder = Recorder(time.time())
+        finished: list[str] = []
+        record = recorder.record
+
+        def spy(key: tuple, outcome: str, *rest: object) -> None:
+            finished.append(outcome)
+            record(key, outcome, *rest)  # type: ignore[arg-type]
+
+        recorder.record = spy  # type: ignore[method-assign]
+        opts = DriverOptions(concurrency=3, timeout=3)
+        driver = Driver(connect(srv.url, "swift"), PayloadSource(1), recorder, opts)
+
+        def one(op: str, obj: int, seq: int) -> Request:
+            return Request(seq, op, op, "Doc", 25, 100, "b", "c", f"o{obj}", obj)
+
+        try:
+            driver.run("put", iter([one("put", i, i) for i in range(3)]))
+            driver.run("get", iter([one("get", 0, i) for i in range(4)]))
+        finally:
+            driver.close()
+    # The other reads of the same object finished while the first one hung.
+    assert finished == ["201"] * 3 + ["200"] * 3 + ["timeout"]
