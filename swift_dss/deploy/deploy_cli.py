@@ -70,10 +70,11 @@ def describe(cluster: LocalCluster) -> str:
     ]
     if tb is not None:
         rates = ", ".join(f"{name} {link['rate']}" for name, link in tb["links"].items())
+        scaled = "" if tb["rate_scale"] == 1 else f", byte rates x{tb['rate_scale']:g}"
         lines += [
-            f"Testbed:       dilation K={tb['dilation']}; client netns "
+            f"Testbed:       dilation K={tb['dilation']}{scaled}; client netns "
             f"{tb['client_namespace']} ({tb['client_ip']})",
-            f"Links:         {rates} (dilated, each way)",
+            f"Links:         {rates} (as run: {'scaled and ' if scaled else ''}dilated, each way)",
             f"Workers:       proxy {tb['workers']['proxy']}, each storage server "
             f"{tb['workers']['servers']}; tier models {' / '.join(tb['tier_models'])}",
         ]

@@ -54,6 +54,7 @@ class TestbedNodes:
             return None
         return {
             "dilation": tb.dilation,
+            "rate_scale": tb.rate_scale,
             "proxy_namespace": self.net.role_namespace("proxy"),
             "client_namespace": self.net.role_namespace("client"),
             "client_ip": Network.role_address("client"),

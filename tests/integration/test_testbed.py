@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from swift_dss.bench.links import transfer
-from swift_dss.deploy.deploy_cli import deploy
+from swift_dss.deploy.deploy_cli import deploy, describe
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.netns import Network
 from swift_dss.testbed import shaping
@@ -113,6 +113,9 @@ def test_proxy_and_client_have_namespaces_and_a_client_put_get_works(
     assert tb["links"]["s1"]["rate"] == "500mbit" and tb["links"]["proxy"]["rate"] == "5gbit"
     assert tb["tier_models"] == ["intel710:dilation=2", "st1000nm0011:dilation=2"]
     assert "dilation=2" in json.dumps(testbed.tier_stats("s1"))
+    assert tb["rate_scale"] == 1.0
+    text = describe(testbed)
+    assert "K=2; client" in text and "s1 500mbit" in text and "byte rates" not in text
     proxy_ns, client_ns = tb["proxy_namespace"], tb["client_namespace"]
     # The proxy listens on its own namespace's address, and only there.
     port = testbed.proxy_port
