@@ -80,8 +80,10 @@ def test_object_servers_of_tiered_nodes_write_in_large_pieces(tree: Path) -> Non
         ]
 
     assert options("store1")["network_chunk_size"] == "1048576"
-    # store4's only device is plain: Swift's own write size stays.
+    assert options("store1")["cooperative_period"] == "1"
+    # store4's only device is plain: Swift's own write size and scheduling stay.
     assert "network_chunk_size" not in options("store4")
+    assert "cooperative_period" not in options("store4")
 
 
 def test_operator_object_server_options_win(tmp_path: Path) -> None:

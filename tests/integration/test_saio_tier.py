@@ -89,8 +89,10 @@ def test_every_device_is_a_tier_mount(cluster: Saio) -> None:
     code, out = cli("saio", "status", "--dir", str(cluster.dir))
     assert code == 0, out
     assert out.count("dss-tier mode dss") == 2
-    # On tier mounts the object server writes in pieces of 1 MiB, not Swift's 64 KiB.
-    assert "network_chunk_size = 1048576" in (cluster.dir / "object-server.conf").read_text()
+    # On tier mounts the object server writes in pieces of 1 MiB, not Swift's 64 KiB, and
+    # a body's transfer lets the worker's other requests in after every chunk.
+    conf = (cluster.dir / "object-server.conf").read_text()
+    assert "network_chunk_size = 1048576" in conf and "cooperative_period = 1" in conf
 
 
 def test_put_classes_reach_the_tier(cluster: Saio, swift: Swift) -> None:
