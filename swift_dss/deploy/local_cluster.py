@@ -58,6 +58,7 @@ from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConf
 from swift_dss.deploy.local_devices import DEVICE, NodeDevices
 from swift_dss.deploy.local_testbed import TestbedNodes
 from swift_dss.deploy.netns import NetnsError, Network
+from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.probes import free_ports, http, rss_kib, tcp_answers
 from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
@@ -146,10 +147,15 @@ class LocalCluster(NodeDevices, TestbedNodes):
             dss=dict(self.cfg.dss_options),
             proxy_server={} if testbed is None else testbed.proxy_options(),
             memcache={} if testbed is None else testbed.memcache_options(),
-            object_server={
-                "dssio_backend": self.cfg.dssio_backend,
-                **({} if testbed is None else testbed.object_options()),
-            },
+            # The nodes' devices are tier mounts this cluster makes itself, so the
+            # inventory cannot tell: the tier's object-server settings are added here.
+            object_server=object_options(
+                {
+                    "dssio_backend": self.cfg.dssio_backend,
+                    **({} if testbed is None else testbed.object_options()),
+                },
+                tiered=self.cfg.tier_mode is not None,
+            ),
             tempauth_users={"test:tester": "testing .admin"},
         )
 

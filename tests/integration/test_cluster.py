@@ -84,6 +84,8 @@ def test_each_storage_node_has_its_own_namespace_and_address(cluster: LocalClust
         conf = (cluster.node_dir(node) / "etc" / "object-server.conf").read_text()
         assert "sync_method = ssync" in conf and "use = egg:swift_dss#object" in conf
         assert "mount_check = true" in conf
+        # Its object server gets the settings for tier mounts (docs/configuration.md).
+        assert "cooperative_period = 1" in conf and "network_chunk_size = 1048576" in conf
         # The node's device is a dss-tier mount, seen by its object server too (which
         # runs in a mount namespace of its own).
         assert mount_type(cluster.device_path(node)) == TIER_FSTYPE
