@@ -24,6 +24,13 @@ def phase_row(rows: list[dict[str, Any]], op: str) -> dict[str, Any]:
     return {}
 
 
+def steady_or_whole(row: dict[str, Any]) -> float | None:
+    """A phase row's bandwidth while every client was busy (records before 26 November
+    have only the whole phase's, drain included)."""
+    steady = row.get("steady_mbps")
+    return steady if steady is not None else row.get("mbps")
+
+
 def _r(value: Any, digits: int = 3) -> float | None:
     return None if value is None else round(float(value), digits)
 
@@ -34,8 +41,10 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     failures = sum(r.get("failures", 0) for r in (put, get))
     every = [r for r in rows if r["type"] is None]
     out: dict[str, Any] = {
-        "put_mbps": _r(put.get("mbps")),
-        "get_mbps": _r(get.get("mbps")),
+        "put_mbps": _r(steady_or_whole(put)),
+        "get_mbps": _r(steady_or_whole(get)),
+        "put_whole_phase_mbps": _r(put.get("mbps")),
+        "get_whole_phase_mbps": _r(get.get("mbps")),
         "get_ttfb_ms": _r(get.get("ttfb_mean_ms")),
         "put_latency_ms": _r(put.get("lat_mean_ms")),
         "get_latency_ms": _r(get.get("lat_mean_ms")),

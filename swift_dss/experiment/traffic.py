@@ -29,7 +29,7 @@ from swift_dss.experiment import content as content_mod
 from swift_dss.experiment import plots, policy_file
 from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.scale import Scale, paper_workload, split_containers
-from swift_dss.experiment.summary import at_real_speed, phase_row
+from swift_dss.experiment.summary import at_real_speed, phase_row, steady_or_whole
 from swift_dss.experiment.targets import NetnsTarget, Testbed, check_kept, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
@@ -222,8 +222,10 @@ def stream_entry(
     every = [r for r in setup_rows + rows if r["type"] is None]
     figs = at_real_speed(
         {
-            "put_mbps": put.get("mbps"),
-            "get_mbps": get.get("mbps"),
+            "put_mbps": steady_or_whole(put),
+            "get_mbps": steady_or_whole(get),
+            "put_whole_phase_mbps": put.get("mbps"),
+            "get_whole_phase_mbps": get.get("mbps"),
             "put_latency_ms": put.get("lat_mean_ms"),
             "get_latency_ms": get.get("lat_mean_ms"),
             "get_ttfb_ms": get.get("ttfb_mean_ms"),

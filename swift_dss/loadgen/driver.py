@@ -93,6 +93,8 @@ class Driver:
         self.opts = options
         self.tick = tick
         self.loop = LoopStats()
+        #: Of the last run: (wall time, bytes) when its steady state ended (see run).
+        self.steady: tuple[float, int] | None = None
         self.multi = pycurl.CurlMulti()
         self.multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, options.concurrency)
         self.slots = {}
@@ -225,9 +227,18 @@ class Driver:
         rate: float | None = None,
     ) -> tuple[float, float]:
         """Issues ``requests`` until they run out or ``deadline`` (perf_counter) passes, and
-        waits for the last ones. Returns the phase's (start, end) wall-clock times."""
+        waits for the last ones. Returns the phase's (start, end) wall-clock times.
+
+        ``self.steady`` then holds when the run's steady state ended, the first moment a
+        transfer slot stayed free because there was nothing left to send, and the body
+        bytes moved until then (finished successful requests and the transfers in flight,
+        as far as they got). A short run ends with a drain in which a few large transfers
+        run alone, and its bytes over its whole duration mostly measure when those were
+        drawn; over the steady state, every slot was busy."""
         start = time.perf_counter()
         exhausted = stopping = False
+        steady_end: float | None = None
+        steady_bytes = 0
         issued = done = failures_seen = 0
         next_tick = start + 0.25
         bytes_seen = 0
@@ -259,6 +270,9 @@ class Driver:
                 issued += 1
                 if self.order.offer(req):
                     self._issue(req, now)
+            if exhausted and self.free and steady_end is None:
+                steady_end = now
+                steady_bytes = self._totals(phase)[1] + self._in_flight_bytes()
             if exhausted and not self.order.waiting and len(self.free) == len(self.slots):
                 break
             wait = 0.05
@@ -281,10 +295,27 @@ class Driver:
                 next_tick = t + 0.25
         end = time.perf_counter()
         self.loop.wall += end - start
+        if steady_end is None:  # nothing was issued
+            steady_end, steady_bytes = end, self._totals(phase)[1]
+        self.steady = (self.wall(steady_end), steady_bytes)
         if self.tick is not None:
             failures_seen, bytes_seen = self._totals(phase)
             self.tick(phase, done, failures_seen, bytes_seen, end - start)
         return self.wall(start), self.wall(end)
+
+    def _in_flight_bytes(self) -> int:
+        """Body bytes the transfers in flight have sent or received so far."""
+        n = 0
+        for slot in self.slots.values():
+            if slot.req is None:
+                continue
+            if slot.reader is not None:
+                n += slot.reader.offset
+            elif isinstance(slot.sink, _Counter):
+                n += slot.sink.n
+            elif slot.sink is not None:
+                n += slot.sink.offset
+        return n
 
     def _totals(self, phase: str) -> tuple[int, int]:
         f = b = 0

@@ -74,6 +74,8 @@ def work(
             rate = None if phase.rate is None else phase.rate / workers
             start, end = driver.run(phase.name, plan.requests(i), deadline, rate)
             recorder.phase_window(phase.name, start, end)
+            if driver.steady is not None:
+                recorder.steady_state(phase.name, start, *driver.steady)
             phases.append(
                 {"name": phase.name, "cpu_s": process_cpu_s() - cpu0, "wall_s": end - start}
             )

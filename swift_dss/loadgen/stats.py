@@ -97,6 +97,8 @@ class Recorder:
         # (phase, op, second since t0) -> [ops, failures, bytes, latency sum in us]
         self.series: dict[tuple[str, str, int], list[int]] = {}
         self.phases: dict[str, list[float]] = {}  # phase -> [first start, last end] (wall)
+        # phase -> per process [start, steady state's end (wall), bytes moved until then]
+        self.steady: dict[str, list[list[float]]] = {}
 
     def record(
         self,
@@ -140,6 +142,17 @@ class Recorder:
         else:
             w[0], w[1] = min(w[0], start), max(w[1], end)
 
+    def steady_state(self, phase: str, start: float, end: float, nbytes: int) -> None:
+        self.steady.setdefault(phase, []).append([start, end, nbytes])
+
+    def steady_mbps(self, phase: str) -> float | None:
+        """The phase's bandwidth while all its transfer slots were busy: each process's
+        bytes over its steady state, summed over the processes (which ran side by side)."""
+        windows = self.steady.get(phase)
+        if not windows:
+            return None
+        return sum(b / max(end - start, 1e-9) for start, end, b in windows) / 1e6
+
     def merge(self, other: Recorder) -> None:
         for k, c in other.cells.items():
             if k in self.cells:
@@ -152,6 +165,8 @@ class Recorder:
                 mine[i] += s[i]
         for p, (start, end) in other.phases.items():
             self.phase_window(p, start, end)
+        for p, windows in other.steady.items():
+            self.steady.setdefault(p, []).extend(list(w) for w in windows)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,6 +174,7 @@ class Recorder:
             "cells": [[list(k), c.to_json()] for k, c in self.cells.items()],
             "series": [[list(k), v] for k, v in self.series.items()],
             "phases": self.phases,
+            "steady": self.steady,
         }
 
     @classmethod
@@ -169,6 +185,8 @@ class Recorder:
         for k, v in d["series"]:
             r.series[tuple(k)] = v  # type: ignore[index]
         r.phases = {p: list(w) for p, w in d["phases"].items()}
+        # Absent from records written before it was kept.
+        r.steady = {p: [list(w) for w in ws] for p, ws in d.get("steady", {}).items()}
         return r
 
     # --- reports -----------------------------------------------------------------------------
@@ -236,7 +254,7 @@ class Recorder:
         def pct(h: HdrHistogram, p: float) -> float | None:
             return round(h.get_value_at_percentile(p) / 1000, 3) if has else None
 
-        return {
+        row = {
             "phase": phase,
             "op": op,
             "type": otype,
@@ -257,6 +275,12 @@ class Recorder:
             "ttfb_mean_ms": round(ttfb.get_mean_value() / 1000, 3) if has else None,
             "ttfb_p99_ms": pct(ttfb, 99),
         }
+        # The steady state is the whole phase's, every type together: a row of one op
+        # has it only when the phase has no other.
+        if otype is None and all(k[1] == op for k in self.cells if k[0] == phase):
+            steady = self.steady_mbps(phase)
+            row["steady_mbps"] = None if steady is None else round(steady, 6)
+        return row
 
 
 def _sort_key(item: tuple[tuple[Any, ...], Cell]) -> tuple[str, ...]:

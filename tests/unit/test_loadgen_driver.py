@@ -202,3 +202,21 @@ def test_a_stalled_read_does_not_hold_up_the_reads_after_it() -> None:
             driver.close()
     # The other reads of the same object finished while the first one hung.
     assert finished == ["201"] * 3 + ["200"] * 3 + ["timeout"]
+
+
+def test_the_steady_state_ends_when_the_sequence_runs_out() -> None:
+    # Six requests on three slots, the last one stalled until it times out: the steady
+    # state ends when the sequence ran out, well before the phase does.
+    with LocalServer(faults=["stall@6"]) as srv:
+        w = workload(puts=6, gets=6, concurrency=3, timeout=3).with_options(timeout=3)
+        result = runner.run(w, srv.url, "swift")
+    rec = result.recorder
+    for phase in ("put", "get"):
+        [(start, end, nbytes)] = rec.steady[phase]
+        first, last = rec.phases[phase]
+        assert start == first and start <= end <= last
+        assert nbytes > 0
+    put = summary(result)["put"]
+    # Every PUT body but the stalled one's had been sent when the sequence ran out.
+    assert rec.steady["put"][0][2] >= put["bytes"]
+    assert put["steady_mbps"] > put["mbps"]

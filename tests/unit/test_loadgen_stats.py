@@ -95,3 +95,32 @@ def test_payload_is_reproducible_and_differs_between_objects() -> None:
     bad = a.checker(3, 5000)
     bad.write(data[:100] + b"x" + data[101:])
     assert not bad.complete
+
+
+def test_steady_state_bandwidth_sums_the_processes_and_survives_json() -> None:
+    merged = Recorder(0.0)
+    for start, end, nbytes in ((0.0, 10.0, 20_000_000), (1.0, 5.0, 8_000_000)):
+        r = Recorder(0.0)
+        fill(r, [0.01] * 3)
+        r.phase_window("get", start, end + 30)  # a drain after the steady state
+        r.steady_state("get", start, end, nbytes)
+        merged.merge(Recorder.from_json(r.to_json()))
+    assert merged.steady_mbps("get") == pytest.approx(2.0 + 2.0)
+    summary = next(r for r in merged.rows() if r["type"] is None)
+    assert summary["steady_mbps"] == pytest.approx(4.0)
+    assert summary["mbps"] < 1  # the whole phase, drain included
+    assert Recorder(0.0).steady_mbps("get") is None
+
+
+def test_a_mixed_phase_gives_no_op_a_steady_state_of_its_own() -> None:
+    rec = Recorder(0.0)
+    fill(rec, [0.01] * 3)
+    rec.record(("get", "put", "Files", 25, "<=64 KiB"), "201", 1.0, 0.01, 0.01, 100)
+    rec.phase_window("get", 0.0, 2.0)
+    rec.steady_state("get", 0.0, 1.0, 400)
+    rows = [r for r in rec.rows() if r["type"] is None]
+    assert [r.get("steady_mbps") for r in rows] == [None, None]
+    # A record written before steady states were kept still loads.
+    old = rec.to_json()
+    del old["steady"]
+    assert Recorder.from_json(old).steady_mbps("get") is None
