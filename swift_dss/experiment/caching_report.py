@@ -125,6 +125,7 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
             f"- Cluster: all-in-one Swift, {sc['devices']} devices (dss-tier mounts, SSD model "
             f"intel710, HDD model st1000nm0011), {sc['replicas']} replicas, {sc['workers']} "
             "workers per server; a fresh cluster per configuration.",
+            BANDWIDTH_LINE,
             repeats_line(setup.get("repeats", 1)),
         ]
     st = tb["settings"]
@@ -142,6 +143,7 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
         f"(bandwidths and request rates x{k}, times /{k}).",
         *rate_scale_lines(st),
+        BANDWIDTH_LINE,
         repeats_line(setup.get("repeats", 1)),
     ]
 
@@ -157,6 +159,17 @@ def rate_scale_lines(settings: dict[str, Any]) -> list[str]:
         "hardware while seeks, per-operation times and CPU stay as they are; "
         f"bandwidths are read at the full object sizes (measured bytes / {s:g})."
     ]
+
+
+BANDWIDTH_LINE = (
+    "- Bandwidth: the bytes moved while every client was busy (from the phase's start to "
+    "the first moment a client had no request left to send, transfers then in flight "
+    "counted as far as they got) over that time. The whole phase's bytes over its whole "
+    "duration (`*_whole_phase_mbps` in summary.json) also count the drain, in which the "
+    "last few large transfers run alone: at these request counts it can be most of a GET "
+    "phase, and its figure then says more about when those objects were drawn than about "
+    "the configuration."
+)
 
 
 def repeats_line(n: int) -> str:

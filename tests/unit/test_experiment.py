@@ -180,6 +180,17 @@ def test_figures_from_rows() -> None:
     assert "put Files" in f["by_type"]
 
 
+def test_bandwidth_is_the_steady_states_when_the_record_has_it() -> None:
+    rows = recorded_rows(12.0, 40.0)
+    rows[3]["steady_mbps"] = 90.0
+    f = summary.figures(rows)
+    assert (f["get_mbps"], f["get_whole_phase_mbps"]) == (90.0, 40.0)
+    assert (f["put_mbps"], f["put_whole_phase_mbps"]) == (12.0, 12.0)
+    # Read at the testbed's speed, both are bandwidths.
+    real = summary.at_real_speed(f, 2, 0.1)
+    assert (real["get_mbps"], real["get_whole_phase_mbps"]) == (1800.0, 800.0)
+
+
 def test_content_by_object_type() -> None:
     w = scale.paper_workload(TINY)
     dumps = {
