@@ -41,7 +41,7 @@ from swift_dss.experiment.scale import (
     table_mix,
     working_set,
 )
-from swift_dss.experiment.summary import at_real_speed, figures, ratio
+from swift_dss.experiment.summary import at_real_speed, figures, ratio, refreshed
 from swift_dss.experiment.targets import Testbed, check_kept, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
@@ -340,7 +340,8 @@ def caching(
     for cfg in every:
         kept_files = sorted((out / "runs" / cfg.slug).glob("r*/entry.json"))
         for done in kept_files:
-            kept = json.loads(done.read_text())
+            record = done.parent / "loadgen" / "recorder.json"
+            kept = refreshed(json.loads(done.read_text()), record)
             check_kept(kept, testbed, done)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests

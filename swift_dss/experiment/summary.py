@@ -9,7 +9,11 @@ The failure rate counts every request without a 2xx, as the paper's Fig. 7(c) do
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+from swift_dss.loadgen.stats import Recorder
 
 FIG7_KEYS = ("put_mbps", "get_mbps", "get_ttfb_ms", "put_latency_ms", "failure_rate")
 
@@ -24,11 +28,11 @@ def phase_row(rows: list[dict[str, Any]], op: str) -> dict[str, Any]:
     return {}
 
 
-def steady_or_whole(row: dict[str, Any]) -> float | None:
-    """A phase row's bandwidth while every client was busy (records before 26 November
-    have only the whole phase's, drain included)."""
-    steady = row.get("steady_mbps")
-    return steady if steady is not None else row.get("mbps")
+def steady_or_whole(row: dict[str, Any], figure: str = "mbps") -> float | None:
+    """A phase row's FIGURE (mbps, ops_per_s) while every client was busy (records before
+    26 November have only the whole phase's, drain included)."""
+    steady = row.get(f"steady_{figure}")
+    return steady if steady is not None else row.get(figure)
 
 
 def _r(value: Any, digits: int = 3) -> float | None:
@@ -50,8 +54,10 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "get_latency_ms": _r(get.get("lat_mean_ms")),
         "put_p99_ms": _r(put.get("lat_p99_ms")),
         "get_ttfb_p99_ms": _r(get.get("ttfb_p99_ms")),
-        "put_ops_per_s": _r(put.get("ops_per_s")),
-        "get_ops_per_s": _r(get.get("ops_per_s")),
+        "put_ops_per_s": _r(steady_or_whole(put, "ops_per_s")),
+        "get_ops_per_s": _r(steady_or_whole(get, "ops_per_s")),
+        "put_whole_phase_ops_per_s": _r(put.get("ops_per_s")),
+        "get_whole_phase_ops_per_s": _r(get.get("ops_per_s")),
         "delete_ops_per_s": _r(delete.get("ops_per_s")),
         "put_failures": put.get("failures", 0),
         "get_failures": get.get("failures", 0),
@@ -95,6 +101,28 @@ def _by_type(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a is not None and b else None
+
+
+#: The figures a run's raw record (recorder.json) gives anew whenever a summary is built,
+#: so that kept runs are read the way this version reads them.
+RECORDED_RATES = tuple(
+    f"{op}_{kind}"
+    for op in ("put", "get")
+    for kind in ("mbps", "whole_phase_mbps", "ops_per_s", "whole_phase_ops_per_s")
+)
+
+
+def refreshed(entry: dict[str, Any], record: Path) -> dict[str, Any]:
+    """ENTRY with its bandwidths and request rates recomputed from RECORD (its run's
+    recorder.json), read at the testbed's speed as the entry's own testbed says."""
+    if not record.exists():
+        return entry
+    rows = Recorder.from_json(json.loads(record.read_text())).rows()
+    tb = entry.get("testbed") or {}
+    k = int(tb.get("dilation", 1))
+    scale = float((tb.get("settings") or {}).get("rate_scale", 1.0))
+    figs = at_real_speed(figures(rows), k, scale)
+    return {**entry, **{key: figs[key] for key in RECORDED_RATES if figs.get(key) is not None}}
 
 
 def at_real_speed(figs: dict[str, Any], k: int, rate_scale: float = 1.0) -> dict[str, Any]:

@@ -153,6 +153,26 @@ class Recorder:
             return None
         return sum(b / max(end - start, 1e-9) for start, end, b in windows) / 1e6
 
+    def steady_ops_per_s(self, phase: str, op: str) -> float | None:
+        """Successful OP requests per second over the phase's steady state, from the
+        per-second series (a second cut by the state's end counts in proportion). With
+        several processes, over the time all of them were still busy."""
+        windows = self.steady.get(phase)
+        if not windows:
+            return None
+        start, end = min(w[0] for w in windows), min(w[1] for w in windows)
+        edge = end - self.t0
+        whole = math.floor(edge)
+        n = 0.0
+        for (p, o, sec), s in self.series.items():
+            if p != phase or o != op:
+                continue
+            if sec < whole:
+                n += s[0] - s[1]
+            elif sec == whole:
+                n += (s[0] - s[1]) * (edge - whole)
+        return n / max(end - start, 1e-9)
+
     def merge(self, other: Recorder) -> None:
         for k, c in other.cells.items():
             if k in self.cells:
@@ -280,6 +300,8 @@ class Recorder:
         if otype is None and all(k[1] == op for k in self.cells if k[0] == phase):
             steady = self.steady_mbps(phase)
             row["steady_mbps"] = None if steady is None else round(steady, 6)
+            rate = self.steady_ops_per_s(phase, op)
+            row["steady_ops_per_s"] = None if rate is None else round(rate, 3)
         return row
 
 

@@ -16,6 +16,7 @@ from swift_dss.experiment.caching_report import write_report
 from swift_dss.experiment.cli import ScaleArgs, make_scale
 from swift_dss.experiment.cluster import PhaseHook
 from swift_dss.experiment.traffic_report import write_report as write_traffic_report
+from swift_dss.loadgen.stats import Recorder
 
 TINY = scale.Scale(size_scale=0.01, count_scale=0.01, concurrency=4, devices=2, replicas=2)
 
@@ -178,6 +179,24 @@ def test_figures_from_rows() -> None:
     assert f["get_ttfb_ms"] == 30.0 and f["put_latency_ms"] == 20.0
     assert f["failure_rate"] == pytest.approx(5 / 500)
     assert "put Files" in f["by_type"]
+
+
+def test_kept_runs_are_read_anew_from_their_raw_record(tmp_path: Path) -> None:
+    rec = Recorder(0.0)
+    key = ("get", "get", "Files", 25, "<=64 KiB")
+    for sec in range(4):
+        rec.record(key, "200", sec + 0.5, 0.01, 0.02, 1_000_000)
+    rec.phase_window("get", 0.0, 10.0)
+    rec.steady_state("get", 0.0, 4.0, 4_000_000)
+    path = tmp_path / "recorder.json"
+    path.write_text(json.dumps(rec.to_json()))
+    kept = {"get_mbps": 0.4, "get_ttfb_ms": 7.0, "testbed": {"dilation": 2, "settings": {}}}
+    fresh = summary.refreshed(kept, path)
+    # 4 MB over the 4 s steady state, at K = 2; the whole phase's 10 s stays beside it.
+    assert (fresh["get_mbps"], fresh["get_whole_phase_mbps"]) == (2.0, 0.8)
+    assert (fresh["get_ops_per_s"], fresh["get_whole_phase_ops_per_s"]) == (2.0, 0.8)
+    assert fresh["get_ttfb_ms"] == 7.0  # latencies are the entry's own
+    assert summary.refreshed(kept, tmp_path / "none.json") is kept
 
 
 def test_bandwidth_is_the_steady_states_when_the_record_has_it() -> None:

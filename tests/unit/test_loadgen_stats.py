@@ -124,3 +124,18 @@ def test_a_mixed_phase_gives_no_op_a_steady_state_of_its_own() -> None:
     old = rec.to_json()
     del old["steady"]
     assert Recorder.from_json(old).steady_mbps("get") is None
+
+
+def test_steady_request_rate_counts_the_seconds_of_the_steady_state() -> None:
+    rec = Recorder(100.0)
+    for sec, n in ((0, 10), (1, 10), (2, 10), (3, 1), (9, 1)):  # a drain after 3.5 s
+        for _ in range(n):
+            rec.record(KEY, "200", 100.0 + sec + 0.5, 0.01, 0.02, 10)
+    rec.record(KEY, "503", 100.5, 0.01, 0.02, 0)  # failures do not count
+    rec.phase_window("get", 100.0, 110.0)
+    rec.steady_state("get", 100.0, 103.5, 310)
+    # 30 requests in the first three seconds and half of the fourth second's one.
+    assert rec.steady_ops_per_s("get", "get") == pytest.approx(30.5 / 3.5)
+    summary = next(r for r in rec.rows() if r["type"] is None)
+    assert summary["steady_ops_per_s"] == pytest.approx(30.5 / 3.5, abs=1e-3)
+    assert summary["ops_per_s"] == pytest.approx(32 / 10)
