@@ -60,11 +60,12 @@ class TestbedDefaults:
 CACHING_TESTBED = TestbedDefaults(
     dilation=2, rates_follow_sizes=True, server_workers=PAPER_SERVER_WORKERS
 )
-#: The traffic study's: its 100 concurrent clients made the machine CPU-bound in one run of
-#: five at K = 4 (76% busy), and the Files stream's GET latency then followed the cores'
-#: queue rather than its device; at K = 8 no run was CPU-bound (43-58% busy) and it
-#: follows the device (docs/results.md).
-TRAFFIC_TESTBED = TestbedDefaults(dilation=8, rates_follow_sizes=False, server_workers=1)
+#: The traffic study's: as the caching experiment's, but K = 4. Its 100 clients made the
+#: machine CPU-bound in two runs of five at K = 2 (79% and 75% busy, docs/results.md); at
+#: unscaled rates it needed K = 8.
+TRAFFIC_TESTBED = TestbedDefaults(
+    dilation=4, rates_follow_sizes=True, server_workers=PAPER_SERVER_WORKERS
+)
 
 
 @dataclass(frozen=True)

@@ -523,6 +523,18 @@ def test_the_report_says_how_rates_were_scaled() -> None:
     assert "measured bytes / 0.1" in scaled
 
 
+def test_the_traffic_testbed_scales_rates_with_the_sizes(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+
+    result = CliRunner().invoke(experiment, ["traffic", "--out", str(tmp_path), "--report-only"])
+    assert result.exit_code == 0, result.output
+    testbed = json.loads((tmp_path / "summary.json").read_text())["setup"]["testbed"]
+    got = testbed["settings"]
+    assert (got["rate_scale"], got["server_workers"], testbed["dilation"]) == (0.1, 8, 4)
+
+
 @pytest.mark.parametrize(
     ("args", "rate_scale", "workers", "k"),
     [
