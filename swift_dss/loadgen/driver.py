@@ -77,6 +77,14 @@ class _Slot:
         self.reader = None
         self.sink: _Counter | BodyChecker | None = None
 
+    def moved(self) -> int:
+        """Body bytes this slot's transfer has sent (PUT) or received so far."""
+        if self.reader is not None:
+            return self.reader.offset
+        if isinstance(self.sink, _Counter):
+            return self.sink.n
+        return self.sink.offset if self.sink is not None else 0
+
 
 class Driver:
     def __init__(
@@ -181,13 +189,7 @@ class Driver:
             outcome = str(c.getinfo(pycurl.RESPONSE_CODE))
             if isinstance(slot.sink, BodyChecker) and outcome == "200" and not slot.sink.complete:
                 outcome = "corrupt"
-        nbytes = (
-            slot.reader.offset
-            if slot.reader is not None
-            else slot.sink.n
-            if isinstance(slot.sink, _Counter)
-            else slot.sink.offset
-        )  # type: ignore[union-attr]
+        nbytes = slot.moved()
         self.recorder.record(
             (req.phase, req.op, req.type, req.cls, req.bucket),
             outcome,
@@ -305,17 +307,7 @@ class Driver:
 
     def _in_flight_bytes(self) -> int:
         """Body bytes the transfers in flight have sent or received so far."""
-        n = 0
-        for slot in self.slots.values():
-            if slot.req is None:
-                continue
-            if slot.reader is not None:
-                n += slot.reader.offset
-            elif isinstance(slot.sink, _Counter):
-                n += slot.sink.n
-            elif slot.sink is not None:
-                n += slot.sink.offset
-        return n
+        return sum(slot.moved() for slot in self.slots.values() if slot.req is not None)
 
     def _totals(self, phase: str) -> tuple[int, int]:
         f = b = 0
