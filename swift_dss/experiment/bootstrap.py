@@ -86,7 +86,11 @@ def phase_requests(recorder: Recorder, op: str, without: str | None = None) -> n
 
 def load(path: Path) -> dict[str, np.ndarray]:
     """Per phase op, the requests a run's recorder.json kept; {} for a record without them."""
-    recorder = Recorder.from_json(json.loads(path.read_text()))
+    return samples(Recorder.from_json(json.loads(path.read_text())))
+
+
+def samples(recorder: Recorder) -> dict[str, np.ndarray]:
+    """Per phase op, the requests RECORDER kept; {} for a record without them."""
     got = {op: phase_requests(recorder, op) for op in ("put", "get")}
     for op in ("put", "get"):
         got[f"{op} without {EXCLUDED_TYPE}"] = phase_requests(recorder, op, EXCLUDED_TYPE)

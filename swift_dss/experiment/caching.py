@@ -47,6 +47,7 @@ from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.progress import RunProgress
 from swift_dss.loadgen.protocols import Credentials, connect
+from swift_dss.loadgen.stats import Recorder
 from swift_dss.loadgen.workload import Workload
 from swift_dss.testbed import utilisation
 
@@ -276,6 +277,12 @@ def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def kept_recorder(run_dir: Path) -> Recorder | None:
+    """A kept run's raw record (`loadgen/recorder.json`), None if it has none."""
+    record = run_dir / "loadgen" / "recorder.json"
+    return Recorder.from_json(json.loads(record.read_text())) if record.exists() else None
+
+
 def caching(
     out: Path,
     scale: Scale,
@@ -339,14 +346,13 @@ def caching(
     samples: dict[str, dict[str, Any]] = {}
     for cfg in every:
         kept_files = sorted((out / "runs" / cfg.slug).glob("r*/entry.json"))
-        for done in kept_files:
-            record = done.parent / "loadgen" / "recorder.json"
-            kept = refreshed(json.loads(done.read_text()), record)
+        recorders = [kept_recorder(done.parent) for done in kept_files]
+        for done, recorder in zip(kept_files, recorders, strict=True):
+            kept = refreshed(json.loads(done.read_text()), recorder)
             check_kept(kept, testbed, done)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests
-            record = kept_files[0].parent / "loadgen" / "recorder.json"
-            samples[cfg.key] = bootstrap.load(record) if record.exists() else {}
+            samples[cfg.key] = bootstrap.samples(recorders[0]) if recorders[0] else {}
     entries = {
         key: intervals.single_or_combined(found, samples.get(key)) for key, found in runs.items()
     }

@@ -9,8 +9,6 @@ The failure rate counts every request without a 2xx, as the paper's Fig. 7(c) do
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from swift_dss.loadgen.stats import Recorder
@@ -112,12 +110,13 @@ RECORDED_RATES = tuple(
 )
 
 
-def refreshed(entry: dict[str, Any], record: Path) -> dict[str, Any]:
-    """ENTRY with its bandwidths and request rates recomputed from RECORD (its run's
-    recorder.json), read at the testbed's speed as the entry's own testbed says."""
-    if not record.exists():
+def refreshed(entry: dict[str, Any], recorder: Recorder | None) -> dict[str, Any]:
+    """ENTRY with its bandwidths and request rates recomputed from RECORDER (its run's
+    recorder.json, None if it has none), read at the testbed's speed as the entry's own
+    testbed says."""
+    if recorder is None:
         return entry
-    rows = Recorder.from_json(json.loads(record.read_text())).rows()
+    rows = recorder.rows()
     tb = entry.get("testbed") or {}
     k = int(tb.get("dilation", 1))
     scale = float((tb.get("settings") or {}).get("rate_scale", 1.0))

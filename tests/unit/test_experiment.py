@@ -188,15 +188,16 @@ def test_kept_runs_are_read_anew_from_their_raw_record(tmp_path: Path) -> None:
         rec.record(key, "200", sec + 0.5, 0.01, 0.02, 1_000_000)
     rec.phase_window("get", 0.0, 10.0)
     rec.steady_state("get", 0.0, 4.0, 4_000_000)
-    path = tmp_path / "recorder.json"
+    path = tmp_path / "loadgen" / "recorder.json"
+    path.parent.mkdir()
     path.write_text(json.dumps(rec.to_json()))
     kept = {"get_mbps": 0.4, "get_ttfb_ms": 7.0, "testbed": {"dilation": 2, "settings": {}}}
-    fresh = summary.refreshed(kept, path)
+    fresh = summary.refreshed(kept, caching.kept_recorder(tmp_path))
     # 4 MB over the 4 s steady state, at K = 2; the whole phase's 10 s stays beside it.
     assert (fresh["get_mbps"], fresh["get_whole_phase_mbps"]) == (2.0, 0.8)
     assert (fresh["get_ops_per_s"], fresh["get_whole_phase_ops_per_s"]) == (2.0, 0.8)
     assert fresh["get_ttfb_ms"] == 7.0  # latencies are the entry's own
-    assert summary.refreshed(kept, tmp_path / "none.json") is kept
+    assert summary.refreshed(kept, caching.kept_recorder(tmp_path / "none")) is kept
 
 
 def test_bandwidth_is_the_steady_states_when_the_record_has_it() -> None:
