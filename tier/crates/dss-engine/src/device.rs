@@ -33,6 +33,12 @@ pub struct HddModel {
     pub track_to_track_ms: f64,
     pub mbps: f64,
     pub capacity_bytes: u64,
+    /// The stretch of the disk, from its start, over which files lie (`span=SIZE`; the
+    /// whole capacity when unset). A fresh ext4 allocates new files near their
+    /// directory's block group, so a disk holding a tenth of its capacity keeps its data
+    /// within about that tenth, and switching files costs a seek over that distance, not
+    /// over the whole stroke.
+    pub span_bytes: Option<u64>,
     /// Forward gaps up to this size are passed over by the head (no seek, no rotation).
     pub near_gap_bytes: u64,
     /// The kernel's page cache and elevator in front of the disk (`pagecache=SIZE`).
@@ -107,6 +113,7 @@ impl HddModel {
             track_to_track_ms: 0.8,
             mbps: 150.0,
             capacity_bytes: 1_000_000_000_000,
+            span_bytes: None,
             near_gap_bytes: 256 << 10,
             pagecache: None,
             dilation: 1,
@@ -122,11 +129,17 @@ impl HddModel {
             track_to_track_ms: 1.0,
             mbps: 120.0,
             capacity_bytes: 2_000_000_000_000,
+            span_bytes: None,
             near_gap_bytes: 256 << 10,
             pagecache: None,
             dilation: 1,
             rate_scale: 1.0,
         }
+    }
+
+    /// Bytes from the disk's start over which files lie.
+    pub fn span(&self) -> u64 {
+        self.span_bytes.unwrap_or(self.capacity_bytes)
     }
 
     fn full_stroke_ms(&self) -> f64 {
@@ -212,9 +225,10 @@ impl Model {
     /// followed by `:key=value,...` overrides of the profile's fields, `dilation=K` (a
     /// whole number, any model) and, for an HDD or an SSD, the page cache in front of it
     /// (`pagecache=SIZE` turns it on; `dirty_ratio`, `background_ratio`, `expire=TIME`,
-    /// `writeback=TIME` adjust it), and `rate_scale=S` (a number in (0, 1], any model but
-    /// `none`: the transfer rates and gaps, overridden or not, times S). Sizes take `KiB`,
-    /// `MiB`, `GiB` (or bytes), times `ms` or `s`.
+    /// `writeback=TIME` adjust it), for an HDD the stretch its files lie over
+    /// (`span=SIZE`, at most its capacity), and `rate_scale=S` (a number in (0, 1], any
+    /// model but `none`: the transfer rates and gaps, overridden or not, times S). Sizes
+    /// take `KiB`, `MiB`, `GiB` (or bytes), times `ms` or `s`.
     pub fn parse(spec: &str) -> Result<Model, ModelError> {
         let (name, overrides) = match spec.split_once(':') {
             Some((n, o)) => (n, o),
@@ -241,6 +255,7 @@ impl Model {
                 .ok_or_else(|| ModelError(format!("override {kv:?} is not key=value")))?;
             match (&mut model, k) {
                 (Model::Hdd(h), "dilation") => h.dilation = parse_dilation(kv, v)?,
+                (Model::Hdd(h), "span") => h.span_bytes = Some(parse_size(kv, v)?),
                 (Model::Ssd(s), "dilation") => s.dilation = parse_dilation(kv, v)?,
                 (Model::Hdd(_) | Model::Ssd(_), "rate_scale") => rate_scale = parse_ratio(kv, v)?,
                 (Model::Hdd(_) | Model::Ssd(_), "pagecache") => {
@@ -277,6 +292,9 @@ impl Model {
             h.pagecache = pagecache.take();
             if h.track_to_track_ms > h.seek_ms {
                 return Err(ModelError("track_to_track_ms exceeds seek_ms".into()));
+            }
+            if h.span() > h.capacity_bytes {
+                return Err(ModelError("span exceeds the disk's capacity".into()));
             }
             h.rate_scale = rate_scale;
             h.mbps *= rate_scale;
@@ -826,7 +844,19 @@ mod tests {
             panic!()
         };
         assert_eq!((s.parallelism, s.write_iops), (2, 1000.0));
+        let Model::Hdd(h) = Model::parse("st1000nm0011:span=70GiB").unwrap() else {
+            panic!()
+        };
+        assert_eq!((h.span(), h.capacity_bytes), (70 << 30, 1_000_000_000_000));
+        let Model::Hdd(h) = Model::parse("st1000nm0011").unwrap() else {
+            panic!()
+        };
+        assert_eq!(h.span(), h.capacity_bytes);
         for bad in [
+            "hdd:span=3000GiB",
+            "st1000nm0011:capacity_gb=50,span=70GiB",
+            "ssd:span=1GiB",
+            "hdd:span=1",
             "tape",
             "hdd:rpm",
             "hdd:rpm=-1",

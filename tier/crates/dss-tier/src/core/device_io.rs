@@ -8,14 +8,16 @@ use dss_engine::pagecache::NO_FILE;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Virtual address of a file's data on the modelled HDD: files start at 1 MiB boundaries
-/// spread over the first TiB (a disk's size), so that switching files costs a seek of a
-/// random distance, as it would on a real disk. (Spread over 2^60 bytes, as until 24
-/// November, every switch was a full-stroke seek.)
-pub(super) fn hdd_addr(file: u64, offset: u64) -> u64 {
-    (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44 << 20).wrapping_add(offset)
+/// spread over the model's span (the stretch of the disk its file system fills, the
+/// whole disk by default), so that switching files costs a seek of a random distance
+/// within it, as it would on a real disk.
+pub(super) fn hdd_addr(span: u64, file: u64, offset: u64) -> u64 {
+    let starts = (span >> 20).max(1);
+    let mixed = file.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+    ((mixed % starts) << 20).wrapping_add(offset)
 }
 
 /// What a modelled SSD page cache files the slab's and the write-back journal's pages
@@ -27,6 +29,12 @@ pub(super) const SLAB_PAGES: u64 = NO_FILE - 1;
 impl Core {
     pub(super) fn now(&self) -> u64 {
         self.t0.elapsed().as_nanos() as u64
+    }
+
+    /// The instant of the modelled completion time `until` (virtual ns since start), or
+    /// `None` if it has passed.
+    pub(super) fn deadline(&self, until: u64) -> Option<Instant> {
+        (until > self.now()).then(|| self.t0 + Duration::from_nanos(until))
     }
 
     /// Sleep until the modelled completion time `until` (virtual ns since start).
@@ -128,7 +136,7 @@ impl Core {
         self.charge(
             &mut inner.hdd,
             op,
-            (id, hdd_addr(id, off)),
+            (id, hdd_addr(self.hdd_span, id, off)),
             len,
             || match buf {
                 IoBuf::Read(b) => read_full(file, b, off),

@@ -113,7 +113,7 @@ impl Core {
         };
         let key = self.meta_key(kind, ino);
         let (bs, now) = (self.bs, self.now());
-        let hdd_at = hdd_addr(key.file, 0);
+        let hdd_at = hdd_addr(self.hdd_span, key.file, 0);
         let (ssd, hdd) = (&mut inner.ssd, &mut inner.hdd);
         let submit = |dev: &mut Device, at: u64, op: Op, addr: u64| {
             if charge {

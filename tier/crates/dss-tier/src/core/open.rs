@@ -133,6 +133,10 @@ impl Core {
                 anchors.remove(ino)?;
             }
         }
+        let hdd_span = match hdd.model() {
+            Model::Hdd(h) => h.span(),
+            _ => 1 << 40,
+        };
         let patience = room_patience(ssd.model().dilation(), hdd.model().dilation());
         let inner = Inner {
             cache,
@@ -160,6 +164,7 @@ impl Core {
             anchored: Mutex::new(keep),
             bs,
             slab_bytes: u64::from(cfg.entries) * bs,
+            hdd_span,
             t0: Instant::now(),
             mode: resolved.mode.to_string(),
             policy_name: policy_name.to_string(),

@@ -80,6 +80,8 @@ pub struct Core {
     pub(super) bs: u64,
     /// The slab's size: the journal follows it on the modelled SSD.
     pub(super) slab_bytes: u64,
+    /// The modelled HDD's span: where files lie on it.
+    pub(super) hdd_span: u64,
     pub(super) t0: Instant,
     pub(super) mode: String,
     pub(super) policy_name: String,

@@ -171,7 +171,7 @@ impl Core {
             return Ok(inner.hdd.submit(
                 t.max(self.now()),
                 Op::Write,
-                hdd_addr(key.file, 0),
+                hdd_addr(self.hdd_span, key.file, 0),
                 buf.len() as u64,
             ));
         }

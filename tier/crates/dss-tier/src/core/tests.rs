@@ -537,10 +537,20 @@ fn hdd_writes_reach_the_model_through_its_page_cache_and_fsync_forces_them_out()
 #[test]
 fn hdd_addresses_of_files_lie_on_a_disks_span() {
     use super::device_io::hdd_addr;
-    for file in [1u64, 2, 12, 99_999, 1 << 40, u64::MAX] {
-        assert!(hdd_addr(file, 0) < 1 << 40, "{file}");
-        assert_eq!(hdd_addr(file, 0) % (1 << 20), 0);
+    use std::collections::HashSet;
+    for span in [1 << 40, 70 << 30] {
+        for file in [1u64, 2, 12, 99_999, 1 << 40, u64::MAX] {
+            assert!(hdd_addr(span, file, 0) < span, "{file}");
+            assert_eq!(hdd_addr(span, file, 0) % (1 << 20), 0);
+        }
+        // Consecutive inode numbers land apart, over the whole span.
+        let starts: HashSet<u64> = (1..5_000).map(|f| hdd_addr(span, f, 0)).collect();
+        assert!(starts.len() > 4_900, "{}", starts.len());
+        assert!(starts.iter().filter(|&&a| a >= span / 2).count() > 2_000);
     }
+    assert_eq!(hdd_addr(1 << 30, 7, 4096), hdd_addr(1 << 30, 7, 0) + 4096);
+    // A span under 1 MiB still places every file (at its start).
+    assert_eq!(hdd_addr(4096, 9, 0), 0);
 }
 
 #[test]
