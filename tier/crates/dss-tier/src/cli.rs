@@ -74,8 +74,8 @@ pub struct MountArgs {
     /// Model of the HDD whose time each access is charged
     #[arg(long, value_name = "P", default_value = "none", value_parser = model)]
     pub hdd_model: String,
-    /// FUSE threads
-    #[arg(long, value_name = "N", default_value_t = 4,
+    /// FUSE threads: requests served at once (a Swift node has up to 3 x 8 workers)
+    #[arg(long, value_name = "N", default_value_t = 32,
           value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
     /// Keep the clean blocks of a clean unmount (only if the HDD directory did not
@@ -232,7 +232,7 @@ mod tests {
             (1 << 20, Some(Mode::Lru), "/mnt".into())
         );
         assert!(m.warm && m.daemon);
-        assert_eq!((m.ssd_model.as_str(), m.threads), ("intel710", 4));
+        assert_eq!((m.ssd_model.as_str(), m.threads), ("intel710", 32));
         // The mount point may come first too.
         let Command::Mount(m) = parse(&format!("mount /mnt {}", &MOUNT[6..])).unwrap() else {
             panic!("not a mount")

@@ -20,9 +20,8 @@ impl Core {
         Ok(out)
     }
 
-    /// Read into `out` (resized to the bytes the file holds in the range; its allocation
-    /// is reused across requests). Hits on adjacent slots and misses on adjacent bytes of
-    /// the HDD file are each read with one call.
+    /// `read_into_by`, then wait until the modelled devices have finished.
+    #[cfg(test)]
     pub fn read_into(
         &self,
         file: &File,
@@ -31,6 +30,25 @@ impl Core {
         size: usize,
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
+        if let Some(at) = self.read_into_by(file, class, offset, size, out)? {
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// Read into `out` (resized to the bytes the file holds in the range; its allocation
+    /// is reused across requests) at once, and return when the modelled devices finish
+    /// the read (`None` if they already have): the caller answers no earlier. Hits on
+    /// adjacent slots and misses on adjacent bytes of the HDD file are each read with one
+    /// call.
+    pub fn read_into_by(
+        &self,
+        file: &File,
+        class: u8,
+        offset: u64,
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> io::Result<Option<Instant>> {
         let md = file.metadata()?;
         let (id, fsize) = (md.ino(), md.size());
         let end = fsize.min(offset.saturating_add(size as u64));
@@ -40,7 +58,7 @@ impl Core {
         out.truncate(len);
         out.resize(len, 0);
         if len == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let bs = self.bs;
         let mut done = 0;
@@ -104,8 +122,7 @@ impl Core {
         drop(g);
         r?;
         c?;
-        self.wait_until(done);
-        Ok(())
+        Ok(self.deadline(done))
     }
 
     fn hdd_read_run(

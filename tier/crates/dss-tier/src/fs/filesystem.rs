@@ -35,11 +35,8 @@ const KEEP_CACHE: FopenFlags = FopenFlags::FOPEN_KEEP_CACHE;
 /// buffer, one copy fewer, and nothing cached can go stale, the inode being new.
 const DIRECT: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 
-thread_local! {
-    /// Each FUSE thread's read buffer, kept across requests: a fresh one of a large read
-    /// costs page faults on every byte.
-    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+/// Background requests (readahead) the kernel sends at a time.
+const MAX_BACKGROUND: u16 = 128;
 
 /// The root's xattr through which `dss-tier stats` reads the stats document.
 pub const STATS_XATTR: &str = "user.dss-tier.stats";
@@ -66,6 +63,12 @@ impl Filesystem for TierFs {
         // Shared mappings of a file whose handle is DIRECT (new since 6.6; older kernels
         // refuse them with ENODEV, nothing worse).
         let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        // Readahead is background work, of which the kernel sends at most this many
+        // requests at a time and queues the rest in order. At its default (12) a few
+        // streams read ahead from the modelled HDD filled the quota, and any other file's
+        // readahead, cached on the SSD or not, queued behind the disk. A block device
+        // takes 128 requests at a time (nr_requests) and serves each device apart.
+        let _ = config.set_max_background(MAX_BACKGROUND);
         // Backing files on a plain filesystem (stack depth 0); depth 1 still lets an
         // overlayfs stack on this mount.
         if self.passthrough_wanted {
@@ -461,19 +464,31 @@ impl Filesystem for TierFs {
         reply: ReplyData,
     ) {
         self.requests.count(Req::Read);
-        READ_BUF.with_borrow_mut(|buf| {
-            let run = |buf: &mut Vec<u8>| -> Result<(), Errno> {
-                let h = self.handles.get(fh)?;
-                let class = self.data_class(&h);
-                self.core
-                    .read_into(&h.file, class, offset, size as usize, buf)
-                    .map_err(errno)
-            };
-            match run(buf) {
-                Ok(()) => reply.data(buf),
-                Err(e) => reply.error(e),
+        let mut buf = self.buffers.take();
+        let run = |buf: &mut Vec<u8>| -> Result<_, Errno> {
+            let h = self.handles.get(fh)?;
+            let class = self.data_class(&h);
+            self.core
+                .read_into_by(&h.file, class, offset, size as usize, buf)
+                .map_err(errno)
+        };
+        match run(&mut buf) {
+            Ok(Some(at)) => {
+                let buffers = self.buffers.clone();
+                self.deferred.at(at, move || {
+                    reply.data(&buf);
+                    buffers.give(buf);
+                });
             }
-        })
+            Ok(None) => {
+                reply.data(&buf);
+                self.buffers.give(buf);
+            }
+            Err(e) => {
+                reply.error(e);
+                self.buffers.give(buf);
+            }
+        }
     }
 
     fn write(

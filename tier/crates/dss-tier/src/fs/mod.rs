@@ -3,10 +3,11 @@
 //!
 //! `tierfs` holds the filesystem's state, `filesystem` answers the FUSE requests,
 //! `nodes` is the inode table, `handles` the open handles, `passthrough` the backing
-//! files of handles the kernel serves itself, `requests` the requests answered by kind, and `convert` turns HDD-side values into
-//! FUSE's.
+//! files of handles the kernel serves itself, `requests` the requests answered by kind, `deferred` the read replies
+//! that wait for their modelled device, and `convert` turns HDD-side values into FUSE's.
 
 mod convert;
+mod deferred;
 mod filesystem;
 mod handles;
 mod nodes;

@@ -2,6 +2,7 @@
 //! the kernel holds, and the cache its file data goes through.
 
 use super::convert::{errno, kind_of, time};
+use super::deferred::{Buffers, Deferred};
 use super::handles::{Handle, Handles, Io, has_privs, libc_o};
 use super::nodes::{Node, Nodes};
 use super::passthrough::Backings;
@@ -38,6 +39,9 @@ pub struct TierFs {
     pub(super) passthrough_wanted: bool,
     pub(super) backings: Backings,
     pub(super) requests: Requests,
+    /// Read replies waiting for their modelled completion, and the buffers they hold.
+    pub(super) deferred: Deferred,
+    pub(super) buffers: Buffers,
     pub(super) core: Arc<Core>,
     pub(super) ioctls: Ioctls,
     /// What `dss-tier flush`, `reset-counters` and `reload-policy` reach.
@@ -62,6 +66,8 @@ impl TierFs {
             passthrough_wanted: passthrough,
             backings: Backings::new(),
             requests: Requests::new(),
+            deferred: Deferred::start()?,
+            buffers: Buffers::default(),
             core,
             ioctls,
             control,
