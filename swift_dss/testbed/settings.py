@@ -47,15 +47,8 @@ MEMCACHE_TIMEOUTS = {"connect_timeout": 0.3, "pool_timeout": 1.0, "io_timeout": 
 #: and a fresh ext4 keeps that near the start of its 1 TB; spread over the whole disk,
 #: every switch between files paid the average seek of the full stroke.
 TESTBED_HDD = "st1000nm0011:pagecache=64MiB,span=70GiB"
-#: Swift's object-server read size (`disk_chunk_size`).
-DISK_CHUNK_SIZE = 65536
 #: Roles with a link of their own besides the storage nodes.
 ROLES = ("client", "proxy")
-
-
-def scaled_pages(size: int, scale: float) -> int:
-    """SIZE bytes times SCALE, to the nearest whole number of 4 KiB pages, at least one."""
-    return max(1, round(size * scale / 4096)) * 4096
 
 
 class TestbedError(ValueError):
@@ -155,21 +148,11 @@ class TestbedSettings:
     def object_options(self) -> dict[str, str]:
         """[app:object-server] timeouts, dilated: its container updates connect and wait
         as the proxy does, a PUT waits for them as long as Swift's own 1 s stretched, and a
-        client (the proxy) may pause as long between chunks.
-
-        With byte rates scaled, the object server also reads a GET's body in pieces scaled
-        as the objects are. A worker waits in each read for the device, all its other
-        requests with it; a piece of Swift's 64 KiB from a tenth-size object stands for
-        640 KiB, and at the scaled rate takes as long to read, so a GET streaming from
-        the HDD held the small GETs beside it ten times longer per read than the paper's
-        disk would have."""
-        opts = {
+        client (the proxy) may pause as long between chunks."""
+        return {
             **self._timeouts(),
             "container_update_timeout": f"{self.dilated.timeout(CONTAINER_UPDATE_TIMEOUT):g}",
         }
-        if self.rate_scale < 1:
-            opts["disk_chunk_size"] = str(scaled_pages(DISK_CHUNK_SIZE, self.rate_scale))
-        return opts
 
     def models(self) -> tuple[str, str]:
         """The SSD and HDD model strings for dss-tier, rate-scaled and K times slower."""

@@ -135,11 +135,6 @@ def test_rate_scale_multiplies_links_and_device_rates_before_dilation() -> None:
     assert tb.proxy_options() == TestbedSettings(dilation=4).proxy_options()
     # A real device has no model to scale.
     assert TestbedSettings(rate_scale=0.5, ssd_model="none").models()[0] == "none"
-    # The object server reads a GET's body in pieces scaled as the objects: 64 KiB x 0.1
-    # is 1.6 pages, so 2; never less than a page; Swift's own size when unscaled.
-    assert tb.object_options()["disk_chunk_size"] == "8192"
-    assert TestbedSettings(rate_scale=0.01).object_options()["disk_chunk_size"] == "4096"
-    assert "disk_chunk_size" not in TestbedSettings(dilation=4).object_options()
 
 
 def test_settings_survive_the_state_file() -> None:

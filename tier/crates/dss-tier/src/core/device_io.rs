@@ -31,20 +31,6 @@ impl Core {
         self.t0.elapsed().as_nanos() as u64
     }
 
-    /// The factor the device models' byte rates were scaled by (`rate_scale`; the
-    /// smaller of the two, 1 with no model).
-    pub fn rate_scale(&self) -> f64 {
-        let g = self.inner.lock().unwrap();
-        [g.ssd.model(), g.hdd.model()]
-            .into_iter()
-            .map(|m| match m {
-                Model::Hdd(h) => h.rate_scale,
-                Model::Ssd(s) => s.rate_scale,
-                Model::None => 1.0,
-            })
-            .fold(1.0, f64::min)
-    }
-
     /// The instant of the modelled completion time `until` (virtual ns since start), or
     /// `None` if it has passed.
     pub(super) fn deadline(&self, until: u64) -> Option<Instant> {

@@ -38,15 +38,6 @@ const DIRECT: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 /// Background requests (readahead) the kernel sends at a time.
 const MAX_BACKGROUND: u16 = 128;
 
-/// Linux's readahead window (`read_ahead_kb`), which a block device gets by default.
-const READAHEAD: f64 = 128.0 * 1024.0;
-
-/// The readahead window for device models whose byte rates were scaled by `scale`: the
-/// default window times `scale`, in whole pages, at least one.
-fn scaled_readahead(scale: f64) -> u32 {
-    (READAHEAD * scale / 4096.0).round().max(1.0) as u32 * 4096
-}
-
 /// The root's xattr through which `dss-tier stats` reads the stats document.
 pub const STATS_XATTR: &str = "user.dss-tier.stats";
 /// The root's xattr through which `dss-tier dump` reads the cache content by class.
@@ -78,14 +69,6 @@ impl Filesystem for TierFs {
         // readahead, cached on the SSD or not, queued behind the disk. A block device
         // takes 128 requests at a time (nr_requests) and serves each device apart.
         let _ = config.set_max_background(MAX_BACKGROUND);
-        // With byte rates scaled by S, a read of a scaled file stands for 1/S as many bytes
-        // of the full-size one and takes as long on the model; a reader (a Swift worker,
-        // and every request it serves) waits on it. The readahead window shrinks by S, so
-        // that each request moves what the kernel's would on the real disk.
-        let scale = self.core.rate_scale();
-        if scale < 1.0 {
-            let _ = config.set_max_readahead(scaled_readahead(scale));
-        }
         // Backing files on a plain filesystem (stack depth 0); depth 1 still lets an
         // overlayfs stack on this mount.
         if self.passthrough_wanted {
@@ -876,18 +859,5 @@ impl Filesystem for TierFs {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::scaled_readahead;
-
-    #[test]
-    fn the_readahead_window_scales_with_the_byte_rates_in_whole_pages() {
-        assert_eq!(scaled_readahead(1.0), 128 << 10);
-        assert_eq!(scaled_readahead(0.1), 12 << 10);
-        assert_eq!(scaled_readahead(0.5), 64 << 10);
-        assert_eq!(scaled_readahead(0.001), 4096);
     }
 }
