@@ -127,8 +127,8 @@ def trends(summary: dict[str, Any]) -> list[str]:
             if a is not None and b is not None:
                 way = "rises, as in the paper" if b > a else "**does not rise**"
                 out.append(
-                    f"- Files {op.upper()}s under 100 ms: {100 * a:.0f}% (none) -> "
-                    f"{100 * b:.0f}% (+Files): {way}."
+                    f"- Files {op.upper()}s under 100 ms: {100 * a:.1f}% (none) -> "
+                    f"{100 * b:.1f}% (+Files): {way}."
                 )
     return out
 

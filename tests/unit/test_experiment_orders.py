@@ -36,10 +36,13 @@ def test_traffic_trends_say_whether_the_paper_held() -> None:
     runs = [run("none", 40, 0.2), run("+Files", 50, 0.6), run("+Video", 45, 0.7)]
     text = "\n".join(trends({"runs": runs}))
     assert "45.0 MB/s against 50.0 in +Files: falls" in text
-    assert "20% (none) -> 60% (+Files): rises" in text
+    assert "20.0% (none) -> 60.0% (+Files): rises" in text
     runs = [run("none", 40, 0.5), run("+Files", 50, 0.4), run("+Video", 55, 0.7)]
     text = "\n".join(trends({"runs": runs}))
     assert "**does not fall**" in text and "**does not rise**" in text
+    # A rise of a few requests in a thousand shows as one, not as "0% -> 0%".
+    runs = [run("none", 40, 0.0), run("+Files", 50, 0.003)]
+    assert "0.0% (none) -> 0.3% (+Files): rises" in "\n".join(trends({"runs": runs}))
 
 
 def test_cache_content_statements_of_fig8() -> None:
