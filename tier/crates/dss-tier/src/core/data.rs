@@ -13,27 +13,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 impl Core {
+    /// `read_into_by` into a new buffer, then wait until the modelled devices have
+    /// finished.
     #[cfg(test)]
     pub fn read(&self, file: &File, class: u8, offset: u64, size: usize) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.read_into(file, class, offset, size, &mut out)?;
-        Ok(out)
-    }
-
-    /// `read_into_by`, then wait until the modelled devices have finished.
-    #[cfg(test)]
-    pub fn read_into(
-        &self,
-        file: &File,
-        class: u8,
-        offset: u64,
-        size: usize,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        if let Some(at) = self.read_into_by(file, class, offset, size, out)? {
+        if let Some(at) = self.read_into_by(file, class, offset, size, &mut out)? {
             std::thread::sleep(at.saturating_duration_since(Instant::now()));
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Read into `out` (resized to the bytes the file holds in the range; its allocation
