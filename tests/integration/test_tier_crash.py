@@ -81,6 +81,19 @@ def read_log(log: Path) -> tuple[dict[str, int], dict[str, int]]:
     return begun, acked
 
 
+def closest(name: str, got: bytes, newest: int) -> str:
+    """Which version ``got`` shares the longest prefix with, and where it departs: a
+    failure then tells a torn write from a stale block or a wrong size."""
+
+    def common(a: bytes, b: bytes) -> int:
+        n = min(len(a), len(b))
+        return next((i for i in range(n) if a[i] != b[i]), n)
+
+    u = max(range(1, newest + 1), key=lambda u: common(got, content(name, u)))
+    want = content(name, u)
+    return f"{len(got)} bytes, closest v{u} ({len(want)} bytes) departs at {common(got, want)}"
+
+
 def check(root: Path, log: Path) -> int:
     """Every acknowledged file holds its last acknowledged version, or (when a later
     version was under way at the crash) that later version whole or, for an in-place
@@ -89,13 +102,18 @@ def check(root: Path, log: Path) -> int:
     for name, v in acked.items():
         got = (root / "objects" / name).read_bytes()
         if begun[name] == v:
-            assert got == content(name, v), f"{name}: acknowledged version {v} lost"
+            assert got == content(name, v), (
+                f"{name}: acknowledged version {v} lost: {closest(name, got, v)}"
+            )
             continue
         older = {content(name, u) for u in range(1, v)}
         assert got not in older, f"{name}: a version older than acknowledged {v} served"
         later = {content(name, u) for u in range(v, begun[name] + 1)}
         if begun[name] % 2 == 1:  # the version under way was written by rename
-            assert got in later, f"{name}: neither acknowledged nor a later version"
+            assert got in later, (
+                f"{name}: neither acknowledged v{v} nor a later version up to "
+                f"v{begun[name]}: {closest(name, got, begun[name])}"
+            )
     return len(acked)
 
 

@@ -495,11 +495,28 @@ impl Core {
     }
 
     pub fn discard_file(&self, id: u64, size: u64) {
+        let _ = self.discard_file_after(id, size, || Ok::<(), ()>(()));
+    }
+
+    /// Let `remove` take file `id`'s last name away, then drop its cached blocks (`size`
+    /// bytes' worth). In that order: a daemon that dies between the two, or a `remove`
+    /// that fails, leaves a file that still has its name and its dirty blocks, where the
+    /// other order would leave the name with data only the cache held gone. The engine
+    /// lock is held throughout, so that no file reusing the inode number can cache a
+    /// block in between.
+    pub fn discard_file_after<E>(
+        &self,
+        id: u64,
+        size: u64,
+        remove: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut g = self.inner.lock().unwrap();
+        remove()?;
         g.cache.discard_from(id, 0, size.div_ceil(self.bs).max(1));
         g.files.remove(&id);
         g.hdd_dirty.remove(&id);
         self.commit_logged(&mut g);
+        Ok(())
     }
 
     pub fn reclassify(&self, id: u64, start: u64, end: u64, class: u8) -> io::Result<()> {

@@ -341,6 +341,28 @@ fn blocks_of_deleted_files_are_dropped_not_written_back() {
 }
 
 #[test]
+fn a_file_keeps_its_cached_blocks_until_its_last_name_is_gone() {
+    let d = Dirs::new("keeps-name");
+    let (f, ino) = d.file("a");
+    let data = pattern(8192, 4);
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        core.write(&f, 24, 0, &data).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+        // The unlink (or rename over the file) fails: the name stays, and so does the data.
+        let refused = core.discard_file_after(ino, 8192, || Err("refused"));
+        assert_eq!(refused, Err("refused"));
+        assert_eq!(core.stats().dirty_entries, 2);
+        assert_eq!(core.read(&f, 24, 0, 8192).unwrap(), data);
+        // The daemon dies with the blocks dirty.
+    }
+    let (core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!(replay.restored, 2);
+    let (f, _) = d.file("a");
+    assert_eq!(core.read(&f, 24, 0, 8192).unwrap(), data);
+}
+
+#[test]
 fn truncation_and_size_survive_through_the_journal() {
     let d = Dirs::new("size");
     let (f, ino) = d.file("a");

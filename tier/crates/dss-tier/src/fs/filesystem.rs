@@ -275,8 +275,7 @@ impl Filesystem for TierFs {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
             let md = fs::symlink_metadata(&path).ok();
-            let last = md.as_ref().is_some_and(|m| self.before_last_unlink(m));
-            fs::remove_file(&path).map_err(errno)?;
+            let last = self.remove_name(md.as_ref(), || fs::remove_file(&path).map_err(errno))?;
             if let Some(ino) = md.map(|m| self.fuse_ino(m.ino())) {
                 if let Some(n) = self.nodes.lock().unwrap().map.get_mut(&ino) {
                     n.forget_name(&path);
@@ -344,11 +343,13 @@ impl Filesystem for TierFs {
             let to = self.child(newparent, newname)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
             self.core.meta(MetaKind::Directory, newparent.0, true);
-            let replaced = fs::symlink_metadata(&to).ok();
-            let last = replaced
-                .as_ref()
-                .is_some_and(|m| self.before_last_unlink(m));
-            fs::rename(&from, &to).map_err(errno)?;
+            // A rename between two names of one inode changes nothing and removes nothing.
+            let from_ino = fs::symlink_metadata(&from).map_err(errno)?.ino();
+            let replaced = fs::symlink_metadata(&to)
+                .ok()
+                .filter(|m| m.ino() != from_ino);
+            let last =
+                self.remove_name(replaced.as_ref(), || fs::rename(&from, &to).map_err(errno))?;
             if let Some(gone) = replaced.filter(|_| last) {
                 self.core.meta_freed(self.fuse_ino(gone.ino()));
             }

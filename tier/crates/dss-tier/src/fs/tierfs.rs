@@ -150,21 +150,32 @@ impl TierFs {
         md.ino()
     }
 
-    /// Drop the cached blocks of a file that is losing its last name, so that a later
-    /// file reusing the inode number never sees them. Open handles keep reading: their
-    /// dirty blocks are written back first. Returns whether this is the last name.
-    pub(super) fn before_last_unlink(&self, md: &fs::Metadata) -> bool {
-        if md.nlink() - u64::from(self.core.is_anchored(md.ino())) > 1 {
-            return false;
-        }
+    /// Take a name away with `remove` (an unlink, or a rename over it). If it is the
+    /// file's last, the file's cached blocks go too, so that a later file reusing the
+    /// inode number never sees them; they go after the name, so that a file that keeps
+    /// its name (the daemon died, or `remove` failed) keeps its data. Open handles keep
+    /// reading: their dirty blocks are written back first. Returns whether this was the
+    /// last name.
+    pub(super) fn remove_name(
+        &self,
+        md: Option<&fs::Metadata>,
+        remove: impl FnOnce() -> Result<(), Errno>,
+    ) -> Result<bool, Errno> {
+        let Some(md) = md.filter(|m| m.nlink() - u64::from(self.core.is_anchored(m.ino())) <= 1)
+        else {
+            remove()?;
+            return Ok(false);
+        };
         if md.is_file() {
             let id = Self::file_id(md);
             if self.handles.open_on(md.ino()) {
                 let _ = self.core.flush_file(id, md.size());
             }
-            self.core.discard_file(id, md.size());
+            self.core.discard_file_after(id, md.size(), remove)?;
+        } else {
+            remove()?;
         }
-        true
+        Ok(true)
     }
 
     /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
