@@ -37,6 +37,7 @@ class LocalClusterConfig(ClusterConfig):
     tier_policy: str = "reference"
     tier_ssd_model: str = "none"
     tier_hdd_model: str = "none"
+    tier_meta_memory: str = "0"
     dssio_backend: str = "record"
     #: Stop the tiers without writing their dirty data back to the HDD (an experiment that
     #: has measured what it needed; with slow device models the write-back takes long).
@@ -73,8 +74,10 @@ class LocalClusterConfig(ClusterConfig):
     def tier_config(self) -> SaioConfig:
         """The tier settings in the form the all-in-one's tier mounting takes them."""
         ssd_model, hdd_model = self.tier_ssd_model, self.tier_hdd_model
+        meta_memory = self.tier_meta_memory
         if self.testbed is not None:
             ssd_model, hdd_model = self.testbed.models()
+            meta_memory = self.testbed.meta_memory
         return SaioConfig(
             dir=self.dir,
             tier_mode=self.tier_mode,
@@ -82,5 +85,6 @@ class LocalClusterConfig(ClusterConfig):
             tier_policy=self.tier_policy,
             tier_ssd_model=ssd_model,
             tier_hdd_model=hdd_model,
+            tier_meta_memory=meta_memory,
             devices_size=self.devices_size,
         )

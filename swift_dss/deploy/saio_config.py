@@ -11,7 +11,12 @@ from swift_dss.deploy.cluster_config import ClusterConfig
 from swift_dss.deploy.tempauth import DEFAULT_USERS, tempauth_options
 from swift_dss.policies import policy_path
 from swift_dss.tierctl import TierError, binary
-from swift_dss.tierctl.options import MountOptions, cache_size_bytes, model_error
+from swift_dss.tierctl.options import (
+    MountOptions,
+    cache_size_bytes,
+    meta_memory_error,
+    model_error,
+)
 
 TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
 #: Device model profiles dss-tier knows (each may carry ":key=value,..." overrides).
@@ -54,6 +59,9 @@ class SaioConfig(ClusterConfig):
     tier_policy: str = "reference"
     tier_ssd_model: str = "none"
     tier_hdd_model: str = "none"
+    #: Memory each tier counts metadata as held in, unread from its cache and devices
+    #: (dss-tier's --meta-memory; 0: none).
+    tier_meta_memory: str = "0"
     devices: int = 1
     replicas: int = 1
     workers: int = 1
@@ -96,6 +104,7 @@ class SaioConfig(ClusterConfig):
             mode=str(self.tier_mode),
             ssd_model=self.tier_ssd_model,
             hdd_model=self.tier_hdd_model,
+            meta_memory=self.tier_meta_memory,
         )
 
     def validate(self) -> None:
@@ -120,4 +129,6 @@ class SaioConfig(ClusterConfig):
         for which, model in (("SSD", self.tier_ssd_model), ("HDD", self.tier_hdd_model)):
             if reason := model_error(which, model):
                 raise SaioError(reason)
+        if reason := meta_memory_error(self.tier_meta_memory):
+            raise SaioError(reason)
         tier_binary()

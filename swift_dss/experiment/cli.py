@@ -91,12 +91,12 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
 
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
         rate_scale = kwargs.pop("rate_scale")
-        models = {m: kwargs.pop(m) for m in ("ssd_model", "hdd_model")}
+        models = {m: kwargs.pop(m) for m in ("ssd_model", "hdd_model", "meta_memory")}
         models = {m: spec for m, spec in models.items() if spec is not None}
         if kind == "saio" and (k is not None or rate_scale is not None or models):
             raise click.BadParameter(
-                "--dilation, --rate-scale, --ssd-model and --hdd-model are the emulated "
-                "testbed's (netns)"
+                "--dilation, --rate-scale, --ssd-model, --hdd-model and --meta-memory are "
+                "the emulated testbed's (netns)"
             )
         settings = None
         if kind == "netns":
@@ -134,6 +134,13 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             help=f"the testbed's dss-tier {device.upper()} model, before dilation "
             f"(docs/tier.md)  [default: {default}]",
         )(with_testbed)
+    with_testbed = click.option(
+        "--meta-memory",
+        default=None,
+        help="memory each storage node keeps file-system metadata in, whose reads then "
+        "reach neither the tier's cache nor a device model; 0 for none  "
+        f"[default: {TestbedSettings.meta_memory}]",
+    )(with_testbed)
     follow = "the object size scale" if defaults.rates_follow_sizes else "1"
     with_testbed = click.option(
         "--rate-scale",

@@ -35,6 +35,8 @@ class MountOptions:
     mode: str | None = None
     ssd_model: str | None = None
     hdd_model: str | None = None
+    #: Memory holding file-system metadata (dss-tier's --meta-memory).
+    meta_memory: str | None = None
     #: Further arguments as they are (e.g. "--warm").
     extra: tuple[str, ...] = ()
 
@@ -44,6 +46,7 @@ class MountOptions:
             ("--mode", self.mode),
             ("--ssd-model", self.ssd_model),
             ("--hdd-model", self.hdd_model),
+            ("--meta-memory", self.meta_memory),
         ):
             if value is not None:
                 out += [flag, value]
@@ -57,6 +60,13 @@ def mount_command(
     return [
         binary, "mount", "--ssd", str(ssd), "--hdd", str(hdd), *options.args(), str(mountpoint)
     ]  # fmt: skip
+
+
+def meta_memory_error(text: str) -> str | None:
+    """Why TEXT cannot be a --meta-memory (a size, or 0 for none), if it cannot."""
+    if str(text).strip() == "0" or cache_size_bytes(text):
+        return None
+    return f"metadata memory {text!r} is not a size such as 1GiB (0 for none)"
 
 
 def cache_size_bytes(text: str) -> int:

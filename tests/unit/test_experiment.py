@@ -488,6 +488,15 @@ def test_the_testbeds_device_models_are_settings(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     settings = json.loads((tmp_path / "setup.json").read_text())["testbed"]["settings"]
     assert (settings["ssd_model"], settings["hdd_model"]) == (ssd, TESTBED_HDD)
+    assert settings["meta_memory"] == "24GiB"
+    result = CliRunner().invoke(experiment, [*args, "--meta-memory", "0", "--force"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads((tmp_path / "setup.json").read_text())["testbed"]["settings"]
+    assert settings["meta_memory"] == "0"
+    bad = CliRunner().invoke(experiment, [*args, "--meta-memory", "much"])
+    assert bad.exit_code == 2 and "metadata memory 'much'" in bad.output
+    saio = CliRunner().invoke(experiment, [*args, "--testbed", "saio", "--meta-memory", "0"])
+    assert saio.exit_code == 2 and "--meta-memory are the emulated testbed's" in saio.output
 
 
 def test_the_printed_summary_names_a_cpu_bound_reference_configuration() -> None:

@@ -113,6 +113,8 @@ def test_settings_dilate_timeouts_and_models() -> None:
         ({"rate_scale": 1.5}, "rate_scale"),
         ({"rate_scale": True}, "rate_scale"),
         ({"rate_scale": 0.1, "hdd_model": "hdd:rate_scale=0.5"}, "sets rate_scale"),
+        ({"meta_memory": "lots"}, "metadata memory"),
+        ({"meta_memory": "1.5GiB"}, "metadata memory"),
     ],
 )
 def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> None:
@@ -142,6 +144,10 @@ def test_settings_survive_the_state_file() -> None:
     back = LocalClusterConfig.from_json(cfg.to_json())
     assert back.testbed == TestbedSettings(dilation=3)
     assert back.tier_config().tier_hdd_model == "st1000nm0011:dilation=3"
+    # The nodes' metadata memory is the testbed's, neither dilated nor rate-scaled.
+    assert back.tier_config().tier_options().meta_memory == "24GiB"
+    plain = LocalClusterConfig(dir=Path("/x"), tier_meta_memory="1GiB")
+    assert plain.tier_config().tier_options().meta_memory == "1GiB"
     assert (
         LocalClusterConfig.from_json(LocalClusterConfig(dir=Path("/x")).to_json()).testbed is None
     )

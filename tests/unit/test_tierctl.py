@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from swift_dss.tierctl import TierError, binary, daemon, report
-from swift_dss.tierctl.options import MountOptions, cache_size_bytes, mount_command
+from swift_dss.tierctl.options import (
+    MountOptions,
+    cache_size_bytes,
+    meta_memory_error,
+    mount_command,
+)
 
 STATS = {
     "mode": "dss",
@@ -73,8 +78,16 @@ def test_mount_command_passes_only_what_is_set() -> None:
         *("--policy", "/p.toml", "--mode", "dss", "--ssd-model", "none"),
         *("--hdd-model", "st1000nm0011", "/m"),
     ]
+    memory = MountOptions("1MiB", "/p.toml", meta_memory="0")
+    assert memory.args()[-2:] == ["--meta-memory", "0"]
     bare = MountOptions("1MiB", Path("/p.toml"), extra=("--warm",))
     assert bare.args() == ["--cache-size", "1MiB", "--policy", "/p.toml", "--warm"]
+
+
+def test_metadata_memory_is_a_size_or_none() -> None:
+    assert [meta_memory_error(s) for s in ("0", "24GiB", "4096")] == [None, None, None]
+    for bad in ("lots", "1.5G", "", "-1"):
+        assert "not a size such as 1GiB (0 for none)" in str(meta_memory_error(bad))
 
 
 def test_cache_sizes_are_those_the_tier_takes() -> None:

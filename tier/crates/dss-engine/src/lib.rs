@@ -7,6 +7,7 @@ pub mod cache;
 pub mod clockpro;
 mod config;
 pub mod device;
+pub mod metamemory;
 pub mod pagecache;
 pub mod policy;
 

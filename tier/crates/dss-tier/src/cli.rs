@@ -74,6 +74,11 @@ pub struct MountArgs {
     /// Model of the HDD whose time each access is charged
     #[arg(long, value_name = "P", default_value = "none", value_parser = model)]
     pub hdd_model: String,
+    /// Memory the host keeps file-system metadata in (the kernel's inode, dentry and
+    /// buffer caches): metadata reads of blocks held there reach neither the cache nor a
+    /// device model. 0 sends every one through the cache
+    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_size)]
+    pub meta_memory: u64,
     /// FUSE threads: requests served at once (a Swift node has up to 3 x 8 workers)
     #[arg(long, value_name = "N", default_value_t = 32,
           value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -222,7 +227,7 @@ mod tests {
     fn mount_takes_what_the_python_side_passes() {
         let line = format!(
             "{MOUNT} --mode lru --ssd-model intel710 --hdd-model st1000nm0011:dilation=2 \
-             --warm --daemon /mnt"
+             --meta-memory 24GiB --warm --daemon /mnt"
         );
         let Command::Mount(m) = parse(&line).unwrap() else {
             panic!("not a mount")
@@ -233,11 +238,13 @@ mod tests {
         );
         assert!(m.warm && m.daemon);
         assert_eq!((m.ssd_model.as_str(), m.threads), ("intel710", 32));
+        assert_eq!(m.meta_memory, 24 << 30);
         // The mount point may come first too.
         let Command::Mount(m) = parse(&format!("mount /mnt {}", &MOUNT[6..])).unwrap() else {
             panic!("not a mount")
         };
         assert_eq!((m.mode, m.ssd_model.as_str()), (None, "none"));
+        assert_eq!(m.meta_memory, 0);
     }
 
     #[test]
@@ -258,6 +265,8 @@ mod tests {
             "--threads 0",
             "--threads many",
             "--ssd-model floppy",
+            "--meta-memory lots",
+            "--meta-memory 1.5G",
         ] {
             let line = match bad.strip_prefix("--cache-size") {
                 Some(_) => format!("mount --ssd /s --hdd /h --policy p {bad} /m"),

@@ -167,6 +167,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
         &hdd,
         &m.ssd_model,
         &m.hdd_model,
+        m.meta_memory,
         m.warm,
     )
     .map_err(|e| format!("{}: {e}", m.ssd.display()))?;

@@ -164,6 +164,8 @@ mod tests {
             passthrough: true,
             passthrough_opens: 3,
             fuse_requests: Default::default(),
+            meta_memory_bytes: 0,
+            meta_memory_hits: 0,
         }
     }
 

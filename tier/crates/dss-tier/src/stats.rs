@@ -91,6 +91,12 @@ pub struct Stats {
     /// FUSE requests answered since the mount, by kind (those seen at least once).
     #[serde(default)]
     pub fuse_requests: BTreeMap<String, u64>,
+    /// Metadata the host's memory holds (`--meta-memory`), and the metadata reads and
+    /// writes that found their block there.
+    #[serde(default)]
+    pub meta_memory_bytes: u64,
+    #[serde(default)]
+    pub meta_memory_hits: u64,
 }
 
 pub fn class_map(
@@ -339,6 +345,8 @@ mod tests {
             passthrough: false,
             passthrough_opens: 0,
             fuse_requests: Default::default(),
+            meta_memory_bytes: 0,
+            meta_memory_hits: 0,
         };
         let v: serde_json::Value = serde_json::to_value(&s).unwrap();
         assert_eq!(v["mode"], "dss");

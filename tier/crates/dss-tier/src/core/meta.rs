@@ -68,6 +68,10 @@ impl Core {
     /// their class's priority, since a backing file system may never reuse the number.
     pub fn meta_freed(&self, ino: u64) {
         let mut g = self.inner.lock().unwrap();
+        for kind in [MetaKind::Directory, MetaKind::Xattr] {
+            let key = self.meta_key(kind, ino);
+            g.meta_memory.forget(key);
+        }
         g.cache.discard_from(
             META | ino,
             MetaKind::Directory as u64,
@@ -113,6 +117,10 @@ impl Core {
         };
         let key = self.meta_key(kind, ino);
         let (bs, now) = (self.bs, self.now());
+        // In the host's memory: a read ends there, a write still reaches the devices.
+        if inner.meta_memory.touch(key) && !write {
+            return now;
+        }
         let hdd_at = hdd_addr(self.hdd_span, key.file, 0);
         let (ssd, hdd) = (&mut inner.ssd, &mut inner.hdd);
         let submit = |dev: &mut Device, at: u64, op: Op, addr: u64| {

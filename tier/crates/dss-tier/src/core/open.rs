@@ -5,6 +5,7 @@ use crate::anchors::Anchors;
 use crate::journal::{self, Journal, Record};
 use crate::layout::{JOURNAL, SLAB};
 use dss_engine::device::{Device, Model};
+use dss_engine::metamemory::MetaMemory;
 use dss_engine::policy::Classify;
 use dss_engine::{Cache, Resolved};
 use std::collections::{HashMap, HashSet};
@@ -43,6 +44,7 @@ impl Core {
         hdd_root: &Path,
         ssd_model: &str,
         hdd_model: &str,
+        meta_memory: u64,
         warm: bool,
     ) -> io::Result<(Core, Replay)> {
         let cfg = resolved.cache_config(cache_bytes);
@@ -152,6 +154,7 @@ impl Core {
             cleaned_at: 0,
             room_queue: Default::default(),
             next_waiter: 0,
+            meta_memory: MetaMemory::new((meta_memory / bs) as usize),
         };
         let core = Core {
             inner: Mutex::new(inner),

@@ -32,6 +32,8 @@ impl Core {
             passthrough: false,
             passthrough_opens: 0,
             fuse_requests: Default::default(),
+            meta_memory_bytes: g.meta_memory.len() as u64 * self.bs,
+            meta_memory_hits: g.meta_memory.hits(),
         }
     }
 

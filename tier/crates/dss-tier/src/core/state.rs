@@ -4,6 +4,7 @@
 use crate::anchors::Anchors;
 use crate::journal::Journal;
 use dss_engine::device::Device;
+use dss_engine::metamemory::MetaMemory;
 use dss_engine::policy::Classify;
 use dss_engine::{Cache, Victim};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -60,6 +61,8 @@ pub(super) struct Inner {
     /// thread wakes first, so that no request starves while others go on.
     pub(super) room_queue: VecDeque<u64>,
     pub(super) next_waiter: u64,
+    /// Metadata blocks the host's memory holds (`--meta-memory`).
+    pub(super) meta_memory: MetaMemory,
 }
 
 /// The cache of one mount, shared by the FUSE threads and the syncer.

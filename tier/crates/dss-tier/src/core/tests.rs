@@ -46,6 +46,17 @@ impl Dirs {
         ssd: &str,
         hdd: &str,
     ) -> (Core, Replay) {
+        self.open_memory(policy, cache, mode, warm, (ssd, hdd), 0)
+    }
+    fn open_memory(
+        &self,
+        policy: &str,
+        cache: u64,
+        mode: Mode,
+        warm: bool,
+        (ssd, hdd): (&str, &str),
+        meta_memory: u64,
+    ) -> (Core, Replay) {
         let p = Policy::parse(policy).unwrap();
         let r = p.resolve(Some(mode));
         Core::open(
@@ -57,6 +68,7 @@ impl Dirs {
             &self.hdd(),
             ssd,
             hdd,
+            meta_memory,
             warm,
         )
         .unwrap()
@@ -627,6 +639,46 @@ fn inodes_numbered_together_share_one_inode_table_block() {
     let hits = core.stats().classes["2"].hits;
     core.meta(MetaKind::Inode, 40, false);
     assert_eq!(core.stats().classes["2"].hits, hits + 1);
+}
+
+#[test]
+fn metadata_the_hosts_memory_holds_is_read_without_the_cache_or_a_device() {
+    let d = Dirs::new("meta-memory");
+    // Room for two metadata blocks in memory; the HDD model charges what reaches it.
+    let models = ("none", "st1000nm0011");
+    let (core, _) = d.open_memory(POLICY, 1 << 20, Mode::Hdd, false, models, 2 * 4096);
+    let reads = |core: &Core| dev_ops(core, "hdd").0;
+    // A created inode is in memory: looking it up again reads nothing.
+    core.meta_created(100, false);
+    let r0 = reads(&core);
+    core.meta(MetaKind::Inode, 100, false);
+    core.meta(MetaKind::Xattr, 100, false);
+    assert_eq!(reads(&core), r0 + 1, "the xattr block is read once");
+    core.meta(MetaKind::Xattr, 100, false);
+    core.meta(MetaKind::Inode, 100, false);
+    assert_eq!(reads(&core), r0 + 1);
+    assert_eq!(core.stats().meta_memory_hits, 3);
+    assert_eq!(core.stats().meta_memory_bytes, 2 * 4096);
+    // A third block pushes out the least recently used (the inode's, once the xattr
+    // block was used after it), which is read again.
+    core.meta(MetaKind::Xattr, 100, false);
+    core.meta(MetaKind::Directory, 100, false);
+    core.meta(MetaKind::Inode, 100, false);
+    assert_eq!(reads(&core), r0 + 3);
+    // A removed inode's blocks leave memory: its number reused reads them anew.
+    core.meta_freed(100);
+    core.meta(MetaKind::Xattr, 100, false);
+    assert_eq!(reads(&core), r0 + 4);
+    // Without memory every read reaches the device.
+    let d = Dirs::new("meta-memory-none");
+    let (core, _) = d.open_memory(POLICY, 1 << 20, Mode::Hdd, false, models, 0);
+    core.meta_created(100, false);
+    let r0 = reads(&core);
+    for _ in 0..3 {
+        core.meta(MetaKind::Xattr, 100, false);
+    }
+    assert_eq!(reads(&core), r0 + 3);
+    assert_eq!(core.stats().meta_memory_hits, 0);
 }
 
 #[test]
