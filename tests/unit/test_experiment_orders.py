@@ -40,6 +40,10 @@ def test_traffic_trends_say_whether_the_paper_held() -> None:
     runs = [run("none", 40, 0.5), run("+Files", 50, 0.4), run("+Video", 55, 0.7)]
     text = "\n".join(trends({"runs": runs}))
     assert "**does not fall**" in text and "**does not rise**" in text
+    # A fall within run-to-run noise is no fall.
+    runs = [run("+Music", 466.93, 0.5), run("+Video", 466.87, 0.5)]
+    text = "\n".join(trends({"runs": runs}))
+    assert "466.9 MB/s against 466.9 in +Music: level (within 1%), **does not fall**" in text
     # A rise of a few requests in a thousand shows as one, not as "0% -> 0%".
     runs = [run("none", 40, 0.0), run("+Files", 50, 0.003)]
     assert "0.0% (none) -> 0.3% (+Files): rises" in "\n".join(trends({"runs": runs}))
