@@ -26,6 +26,19 @@ from swift_dss.procinfo import group_members, runs
 Check = tuple[str, Callable[[], bool]]
 
 
+def exit_reason(returncode: int | None) -> str:
+    """How a child ended, from Popen's RETURNCODE (None: it still runs, but not the recorded
+    command any more)."""
+    if returncode is None:
+        return "no longer runs its recorded command"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
 def log_tail(path: Path, lines: int = 1) -> str:
     try:
         text = path.read_text(errors="replace").strip().splitlines()
@@ -127,6 +140,14 @@ class ProcessSet:
         for child in self._children:
             child.poll()
 
+    def ended(self, name: str) -> str:
+        """How NAME's process ended, for a process this object started (else "exited")."""
+        pid = self.records[name]["pid"]
+        for child in self._children:
+            if child.pid == pid:
+                return exit_reason(child.poll())
+        return "exited"
+
     def alive(self, name: str) -> bool:
         self._reap()
         record = self.records[name]
@@ -189,7 +210,8 @@ class ProcessSet:
         self, checks: list[Check], timeout: float, interval: float, exited: str = "exited"
     ) -> None:
         """Return once every check has passed, in order. Fail as soon as any process has
-        exited (the message says it EXITED, with its log's last line) or once TIMEOUT is up."""
+        exited (the message says it EXITED, how it ended and its log's last line) or once
+        TIMEOUT is up."""
         deadline = time.monotonic() + timeout
         for name, check in checks:
             while not check():
@@ -197,7 +219,8 @@ class ProcessSet:
                     if not self.alive(pname):
                         tail = log_tail(Path(record["log"]))
                         raise self.error(
-                            f"{pname} {exited}: {tail or 'no output'} ({record['log']})"
+                            f"{pname} {exited} ({self.ended(pname)}): "
+                            f"{tail or 'no output'} ({record['log']})"
                         )
                 if time.monotonic() > deadline:
                     raise self.error(

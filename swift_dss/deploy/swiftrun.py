@@ -16,11 +16,15 @@ Why a launcher rather than the bare console script:
   a server is up it sends stdout and stderr to its logger. Swapping Swift's syslog handler
   class for a file handler sends every Swift logger of the process, access log included,
   to one file.
+- Crashes. Once up, a server points its stdout and stderr at /dev/null, so a fatal signal
+  (a fault in a C extension) would end it without a word; faulthandler writes the Python
+  stack of every thread to the log file instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging.handlers
 import sys
 from importlib.metadata import entry_points
@@ -54,6 +58,12 @@ def use_swift_conf(swift_conf: Path) -> None:
     utils.validate_configuration()
 
 
+def report_crashes(log_file: Path) -> None:
+    """From now on, a fatal signal writes every thread's Python stack to LOG_FILE."""
+    # faulthandler keeps a reference to the file it writes to: the handle stays open.
+    faulthandler.enable(file=log_file.open("a"), all_threads=True)
+
+
 def log_to_file(log_file: Path) -> None:
     from swift.common.utils import logs
 
@@ -85,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     found = entry_points(group="console_scripts", name=ns.server)
     if not found:
         parser.error(f"no console script {ns.server!r}")
+    report_crashes(ns.log_file.resolve())
     use_swift_conf(ns.swift_conf.resolve())
     log_to_file(ns.log_file.resolve())
     sys.argv = [ns.server, *ns.args]
