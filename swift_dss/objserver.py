@@ -31,6 +31,12 @@ Configuration, in ``[app:object-server]`` next to Swift's own options::
 
 A class map that cannot be decoded never fails a request: it is logged and the object is
 treated as unclassified (class 0).
+
+Where Swift drops an object's data from the page cache (``fadvise(DONTNEED)`` after a PUT's
+fsync, every ``bytes_per_sync`` of a PUT, and as a GET goes unless the object is kept
+cached), the drop is repeated through dssio: a dss-tier mount never hears of fadvise, and
+its modelled page cache would otherwise keep data a real node's kernel has let go. A drop
+that fails is logged, as Swift logs a failed fadvise, and never fails the request.
 """
 
 from __future__ import annotations
@@ -202,6 +208,14 @@ class ClassifiedReadFile:
             fp.close()
 
 
+def drop_cache(backend: dssio.Backend, fd: int, offset: int, length: int, logger: Any) -> None:
+    """Repeat a drop_buffer_cache of ``fd`` to the storage below ``backend``."""
+    try:
+        backend.drop_cache(fd, offset, length)
+    except dssio.DssioError as e:
+        logger.warning("dss drop_cache(%s, %s) failed: %s", offset, length, e)
+
+
 class ClassifiedDiskFileReader(DiskFileReader):
     def __init__(self, fp: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(fp, *args, **kwargs)
@@ -215,6 +229,12 @@ class ClassifiedDiskFileReader(DiskFileReader):
     def can_zero_copy_send(self) -> bool:
         # splice() moves data without a read the class could ride on.
         return not self._classified and super().can_zero_copy_send()
+
+    def _drop_cache(self, fd: int, offset: int, length: int) -> None:
+        super()._drop_cache(fd, offset, length)
+        if not self._keep_cache:
+            backend = self._diskfile.dssio_backend()
+            drop_cache(backend, fd, offset, length, self._logger)
 
 
 class ClassifiedDiskFileWriter(DiskFileWriter):
@@ -257,7 +277,14 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
         if diff >= self._bytes_per_sync:
             tpool.execute(fdatasync, self._fd)
             drop_buffer_cache(self._fd, self._last_sync, diff)
+            drop_cache(self._backend, self._fd, self._last_sync, diff, self.logger)
             self._last_sync = self._upload_size
+
+    def _finalize_put(self, *args: Any, **kwargs: Any) -> None:
+        # Swift's own drop of the whole object, after the fsync, is inside this.
+        super()._finalize_put(*args, **kwargs)
+        backend = self._backend or self._diskfile.dssio_backend()
+        drop_cache(backend, self._fd, 0, self._upload_size, self.logger)
 
     def _write_all(self, cls: int, piece: bytes | memoryview) -> None:
         while piece:

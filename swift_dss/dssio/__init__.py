@@ -29,11 +29,12 @@ from swift_dss.dssio.backends import (
     TierBackend,
 )
 from swift_dss.dssio.detect import TIER_FSTYPE, detect_backend, forget_detections
-from swift_dss.dssio.ioctls import RECLASSIFY, SET_CLASS, IoctlSpec, load_ioctls
+from swift_dss.dssio.ioctls import DROP_CACHE, RECLASSIFY, SET_CLASS, IoctlSpec, load_ioctls
 from swift_dss.dssio.oslayer import OsLayer
 
 __all__ = [
     "BACKENDS",
+    "DROP_CACHE",
     "MAX_CLASS",
     "RECLASSIFY",
     "RECORD_INNER",

@@ -12,7 +12,7 @@ import os
 import threading
 
 from swift_dss.dssio.detect import backend_name_for_dev
-from swift_dss.dssio.ioctls import RECLASSIFY, SET_CLASS
+from swift_dss.dssio.ioctls import DROP_CACHE, RECLASSIFY, SET_CLASS
 from swift_dss.dssio.oslayer import OS, BytesLike, OsLayer
 from swift_dss.formats import check_class
 from swift_dss.formats.limits import CLASS_SPACE
@@ -70,6 +70,11 @@ class Backend:
     def reclassify(self, fd: int, offset: int, length: int, cls: int) -> None:
         """Give stored bytes ``[offset, offset + length)`` class ``cls``; data is unchanged."""
         check_class(cls, what=_WHAT)
+
+    def drop_cache(self, fd: int, offset: int, length: int) -> None:
+        """``posix_fadvise(POSIX_FADV_DONTNEED)`` for a page cache the storage below models
+        and the kernel's fadvise does not reach (``length`` 0: to the end). Nothing to do
+        here: the caller's own fadvise reaches the kernel's page cache."""
 
     def release(self, fd: int) -> None:
         """Forget per-handle state; call before closing ``fd`` (fd numbers are reused)."""
@@ -139,6 +144,13 @@ class TierBackend(Backend):
             raise ValueError(f"reclassify range {offset}+{length} is negative")
         payload = RECLASSIFY.pack({"offset": offset, "length": length, "class": cls})
         self._ioctl(fd, "RECLASSIFY", RECLASSIFY.request, payload)
+
+    def drop_cache(self, fd: int, offset: int, length: int) -> None:
+        """FUSE never passes fadvise on: the daemon's modelled page cache hears of it here."""
+        if offset < 0 or length < 0:
+            raise ValueError(f"drop_cache range {offset}+{length} is negative")
+        payload = DROP_CACHE.pack({"offset": offset, "length": length})
+        self._ioctl(fd, "DROP_CACHE", DROP_CACHE.request, payload)
 
     def release(self, fd: int) -> None:
         self._handle_class.pop(fd, None)
@@ -317,6 +329,12 @@ class RecordBackend(Backend):
         inner = self.inner_for(fd)
         inner.reclassify(fd, offset, length, cls)
         self._record(fd, "reclassify", offset, length, cls, inner)
+
+    def drop_cache(self, fd: int, offset: int, length: int) -> None:
+        inner = self.inner_for(fd)
+        inner.drop_cache(fd, offset, length)
+        # A drop carries no class: the entry says 0.
+        self._record(fd, "drop_cache", offset, length, 0, inner)
 
     def release(self, fd: int) -> None:
         for inner in self._inner.values():

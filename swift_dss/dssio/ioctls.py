@@ -1,4 +1,4 @@
-"""The dss-tier class ioctls, read from ioctl.toml (the one definition the tier reads too)."""
+"""The dss-tier ioctls, read from ioctl.toml (the one definition the tier reads too)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def _spec(name: str, ioc_type: int, table: Mapping[str, object]) -> IoctlSpec:
 
 
 def load_ioctls(path: str | Path | None = None) -> dict[str, IoctlSpec]:
-    """Every ioctl the contract defines, by section name (``set_class``, ``reclassify``)."""
+    """Every ioctl the contract defines, by section name (``set_class``, ``reclassify``,
+    ``drop_cache``)."""
     if path is None:
         text = resources.files("swift_dss.formats").joinpath("ioctl.toml").read_text("utf-8")
     else:
@@ -76,3 +77,4 @@ def load_ioctls(path: str | Path | None = None) -> dict[str, IoctlSpec]:
 IOCTLS = load_ioctls()
 SET_CLASS = IOCTLS["set_class"]
 RECLASSIFY = IOCTLS["reclassify"]
+DROP_CACHE = IOCTLS["drop_cache"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from swift_dss.dssio import TierBackend
 from tests.integration.tier_helpers import (  # noqa: F401
     BIN,
     LRU,
@@ -245,6 +246,28 @@ def test_drop_caches_makes_the_next_read_pay_the_modelled_disk(make_tier: MakeTi
     plain = make_tier("plain")
     plain.mount()
     assert ok("drop-caches", plain.mnt) == f"{plain.mnt}: no model page cache to drop\n"
+
+
+def test_a_drop_cache_ioctl_makes_that_range_pay_the_modelled_disk(make_tier: MakeTier) -> None:  # noqa: F811
+    tier = make_tier()
+    tier.mount(mode="hdd", extra=("--hdd-model", "st1000nm0011:pagecache=64MiB"))
+    body = write(tier.mnt / "f", 2 * MIB)
+
+    def cold_read() -> int:
+        before = tier.stats()["devices"]["hdd"]["read_bytes"]
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        assert (tier.mnt / "f").read_bytes() == body
+        return tier.stats()["devices"]["hdd"]["read_bytes"] - before
+
+    assert cold_read() < MIB
+    fd = os.open(tier.mnt / "f", os.O_RDONLY)
+    try:
+        # The second MiB, as Swift's fadvise after reading it (length 0: to the end).
+        TierBackend().drop_cache(fd, MIB, 0)
+    finally:
+        os.close(fd)
+    paid = cold_read()
+    assert MIB <= paid < 2 * MIB, paid
 
 
 def test_reload_policy(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811

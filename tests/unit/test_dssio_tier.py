@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from swift_dss.dssio import RECLASSIFY, SET_CLASS, DssioError, OsLayer, TierBackend, load_ioctls
+from swift_dss.dssio import (
+    DROP_CACHE,
+    RECLASSIFY,
+    SET_CLASS,
+    DssioError,
+    OsLayer,
+    TierBackend,
+    load_ioctls,
+)
 
 
 @pytest.fixture
@@ -26,7 +34,8 @@ def fd(tmp_path: Path) -> Iterator[int]:
 def test_request_numbers_follow_the_contract() -> None:
     assert SET_CLASS.request == 0x40084401
     assert RECLASSIFY.request == 0x40184402
-    assert (SET_CLASS.size, RECLASSIFY.size) == (8, 24)
+    assert DROP_CACHE.request == 0x40104403
+    assert (SET_CLASS.size, RECLASSIFY.size, DROP_CACHE.size) == (8, 24, 16)
 
 
 def test_payloads_are_little_endian_in_field_order() -> None:
@@ -62,6 +71,8 @@ def test_failing_set_class_raises_instead_of_dropping_the_class(fd: int) -> None
         b.dread(fd, 12, 4)
     with pytest.raises(DssioError, match="RECLASSIFY"):
         b.reclassify(fd, 0, 0, 3)
+    with pytest.raises(DssioError, match="DROP_CACHE"):
+        b.drop_cache(fd, 0, 0)
 
 
 class _IoctlRecorder(OsLayer):
@@ -98,3 +109,10 @@ def test_class_is_set_once_per_handle_until_it_changes(fd: int) -> None:
     )
     with pytest.raises(ValueError):
         b.reclassify(fd, -1, 8, 9)
+    b.drop_cache(fd, 4096, 0)
+    assert osl.ioctls[-1][1:] == (
+        DROP_CACHE.request,
+        DROP_CACHE.pack({"offset": 4096, "length": 0}),
+    )
+    with pytest.raises(ValueError):
+        b.drop_cache(fd, 0, -1)

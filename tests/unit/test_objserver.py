@@ -214,6 +214,25 @@ def test_object_class_put_and_get(server: Server) -> None:
     assert all(e["path"].endswith(".data") for e in reads)
 
 
+def test_swifts_page_cache_drops_reach_the_storage_below(server: Server) -> None:
+    data = body(5000)
+    server.clear_log()
+    assert server.request("PUT", "dropped", data).status_int == 201
+    drops = server.records("dropped", "drop_cache")
+    assert [(e["offset"], e["length"]) for e in drops] == [(0, 5000)], drops
+    # An authenticated GET is not kept cached (keep_cache_private is off): each stretch
+    # read is dropped, and together the drops cover the object.
+    server.clear_log()
+    resp = server.request("GET", "dropped", **{"X-Auth-Token": "t"})
+    assert resp.status_int == 200 and resp.body_bytes == data
+    drops = server.records("dropped", "drop_cache")
+    assert drops and sum(e["length"] for e in drops) >= 5000, drops
+    # One Swift keeps cached (small, and no token): no drop.
+    server.clear_log()
+    assert server.request("GET", "dropped").body_bytes == data
+    assert server.records("dropped", "drop_cache") == []
+
+
 def test_ranges_with_default(server: Server) -> None:
     data = body(10 * SECTOR + 100)
     cmap = ClassMap.build(15, [(2, 3, 24), (7, 1, 31)])

@@ -545,6 +545,21 @@ impl Device {
         }
     }
 
+    /// `posix_fadvise(POSIX_FADV_DONTNEED)` of device addresses `[addr, addr + len)`:
+    /// the page cache's clean pages there are dropped.
+    pub fn drop_range(&mut self, addr: u64, len: u64) {
+        if let Some(pc) = &mut self.pagecache {
+            pc.drop_range(addr, len);
+        }
+    }
+
+    /// Whether the page cache (if any) keeps file pages once clean; see `PageCache`.
+    pub fn set_keeps_clean_data(&mut self, keep: bool) {
+        if let Some(pc) = &mut self.pagecache {
+            pc.set_keeps_clean_data(keep);
+        }
+    }
+
     /// Let the page cache's flusher run the wake-ups due by `now`.
     pub fn advance(&mut self, now: u64) {
         let k = self.dilation;

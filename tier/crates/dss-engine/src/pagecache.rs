@@ -12,7 +12,11 @@
 //! served in one elevator sweep upwards from the head (C-LOOK), so a run pays positioning
 //! once and then its transfer. Pages stay cached (clean) after write-back and reads of
 //! cached pages cost nothing; cold reads go to the disk. Clean pages beyond the cache's
-//! size are dropped least recently used first.
+//! size are dropped least recently used first, and `drop_range` drops them on request, as
+//! `posix_fadvise(POSIX_FADV_DONTNEED)` does. A cache that keeps no clean file data
+//! (`set_keeps_clean_data(false)`) only orders and merges the data it writes: what a disk
+//! sees below a block-level cache, whose reads and write-backs no page cache holds
+//! (metadata pseudo-blocks, of no file, stay cached as before).
 
 use crate::device::Op;
 use std::collections::{BTreeSet, HashMap};
@@ -91,6 +95,8 @@ pub struct PageCache {
     journal: u64,
     /// The flusher's next wake-up.
     next_wakeup: u64,
+    /// Whether pages of a file stay cached once clean.
+    keeps_clean_data: bool,
 }
 
 impl PageCache {
@@ -105,6 +111,43 @@ impl PageCache {
             clock: 0,
             journal: 0,
             next_wakeup,
+            keeps_clean_data: true,
+        }
+    }
+
+    /// Keep file pages once clean (the default), or drop them as soon as they are
+    /// written back and cache none that a read brings in.
+    pub fn set_keeps_clean_data(&mut self, keep: bool) {
+        self.keeps_clean_data = keep;
+        if !keep {
+            let pages = &mut self.pages;
+            self.clean.retain(|&(_, page)| {
+                let data = pages.get(&page).is_some_and(|p| p.file != NO_FILE);
+                if data {
+                    pages.remove(&page);
+                }
+                !data
+            });
+        }
+    }
+
+    fn keeps(&self, file: u64) -> bool {
+        self.keeps_clean_data || file == NO_FILE
+    }
+
+    /// Drop the clean pages of device addresses `[addr, addr + len)`; dirty pages stay
+    /// (fadvise starts their write-back but does not wait for it, nor drop them).
+    pub fn drop_range(&mut self, addr: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        for page in Self::page_range(addr, len) {
+            if let Some(p) = self.pages.get(&page)
+                && p.dirtied.is_none()
+            {
+                self.clean.remove(&(p.used, page));
+                self.pages.remove(&page);
+            }
         }
     }
 
@@ -179,7 +222,9 @@ impl PageCache {
                 }
                 continue;
             }
-            self.touch(page, file);
+            if self.keeps(file) {
+                self.touch(page, file);
+            }
             missing = match missing {
                 Some((first, n)) if n * PAGE < MAX_RUN => Some((first, n + 1)),
                 Some((first, n)) => {
@@ -284,11 +329,16 @@ impl PageCache {
                 continue;
             };
             self.dirty.remove(&(t, page));
-            self.clean.insert((p.used, page));
-            if let Some(s) = self.by_file.get_mut(&p.file) {
+            let (file, used) = (p.file, p.used);
+            if self.keeps(file) {
+                self.clean.insert((used, page));
+            } else {
+                self.pages.remove(&page);
+            }
+            if let Some(s) = self.by_file.get_mut(&file) {
                 s.remove(&page);
                 if s.is_empty() {
-                    self.by_file.remove(&p.file);
+                    self.by_file.remove(&file);
                 }
             }
             match runs.last_mut() {

@@ -136,6 +136,67 @@ fn reads_of_written_data_cost_nothing_and_cold_reads_pay_seeks() {
 }
 
 #[test]
+fn a_dropped_range_is_read_from_the_disk_again_and_dirty_pages_stay() {
+    let mut d = device(CACHED);
+    d.access(0, Op::Write, 1, 1 << 30, 1 << 20);
+    let synced = d.fsync(0, 1);
+    // Dirty pages of another file in the same call's range are left alone.
+    d.access(synced, Op::Write, 2, (1 << 30) + (1 << 20), PAGE);
+    d.drop_range((1 << 30) + (512 << 10), 1 << 20);
+    assert_eq!(d.pagecache().unwrap().dirty_bytes(), PAGE);
+    assert_eq!(
+        d.access(synced, Op::Read, 1, 1 << 30, 512 << 10),
+        synced,
+        "the first half was not dropped"
+    );
+    assert_eq!(d.stats().read_ops, 0);
+    let done = d.access(synced, Op::Read, 1, (1 << 30) + (512 << 10), 512 << 10);
+    assert!(done > synced, "the dropped half pays the disk");
+    assert_eq!(d.stats().read_ops, 1);
+    assert_eq!(d.stats().read_bytes, 512 << 10);
+    assert_eq!(
+        d.access(done, Op::Read, 2, (1 << 30) + (1 << 20), PAGE),
+        done,
+        "the dirty page is still cached"
+    );
+}
+
+#[test]
+fn a_cache_that_keeps_no_clean_data_still_merges_writes_but_caches_no_reads() {
+    let mut d = device(CACHED);
+    d.set_keeps_clean_data(false);
+    let piece = 64 << 10;
+    for i in 0..16u64 {
+        assert_eq!(d.access(0, Op::Write, 1, i * piece, piece), 0, "absorbed");
+    }
+    assert_eq!(
+        d.access(0, Op::Read, 1, 0, piece),
+        0,
+        "dirty pages are read from memory"
+    );
+    let synced = d.fsync(0, 1);
+    assert_eq!(
+        d.stats().write_ops,
+        2,
+        "1 MiB in one request, then the commit"
+    );
+    assert_eq!(
+        d.pagecache().unwrap().cached_bytes(),
+        0,
+        "dropped once clean"
+    );
+    let first = d.access(synced, Op::Read, 1, 0, 1 << 20);
+    assert!(first > synced);
+    let second = d.access(first, Op::Read, 1, 0, 1 << 20);
+    assert!(second > first, "a read leaves nothing cached");
+    assert_eq!(d.stats().read_ops, 2);
+    // Metadata pseudo-blocks (of no file) are still cached once read.
+    let meta = d.submit(second, Op::Read, 5 << 30, PAGE);
+    assert!(meta > second);
+    assert_eq!(d.submit(meta, Op::Read, 5 << 30, PAGE), meta);
+}
+
+#[test]
 fn clean_pages_beyond_the_cache_size_are_dropped_oldest_first() {
     let mut d = device("st1000nm0011:pagecache=1MiB");
     let mut t = 0;

@@ -18,6 +18,7 @@ struct Contract {
     kind: u32,
     set_class: Request,
     reclassify: Request,
+    drop_cache: Request,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,13 +32,18 @@ pub enum Command {
         class: u32,
         flags: u32,
     },
+    /// POSIX_FADV_DONTNEED of [offset, offset + length) for the modelled page cache;
+    /// length 0: to the end.
+    DropCache { offset: u64, length: u64 },
 }
 
 pub struct Ioctls {
     set_class: u32,
     reclassify: u32,
+    drop_cache: u32,
     set_class_size: usize,
     reclassify_size: usize,
+    drop_cache_size: usize,
 }
 
 fn request_number(kind: u32, r: &Request) -> u32 {
@@ -85,11 +91,14 @@ impl Ioctls {
                 ("flags", "u32"),
             ],
         )?;
+        expect_layout(&c.drop_cache, &[("offset", "u64"), ("length", "u64")])?;
         Ok(Ioctls {
             set_class: request_number(c.kind, &c.set_class),
             reclassify: request_number(c.kind, &c.reclassify),
+            drop_cache: request_number(c.kind, &c.drop_cache),
             set_class_size: c.set_class.size as usize,
             reclassify_size: c.reclassify.size as usize,
+            drop_cache_size: c.drop_cache.size as usize,
         })
     }
 
@@ -101,6 +110,11 @@ impl Ioctls {
     #[cfg(test)]
     pub fn reclassify_cmd(&self) -> u32 {
         self.reclassify
+    }
+
+    #[cfg(test)]
+    pub fn drop_cache_cmd(&self) -> u32 {
+        self.drop_cache
     }
 
     /// Decode a request; `None` for commands that are not ours or payloads too short.
@@ -119,6 +133,11 @@ impl Ioctls {
                 class: u32_at(16),
                 flags: u32_at(20),
             })
+        } else if cmd == self.drop_cache && data.len() >= self.drop_cache_size {
+            Some(Command::DropCache {
+                offset: u64_at(0),
+                length: u64_at(8),
+            })
         } else {
             None
         }
@@ -132,9 +151,11 @@ mod tests {
     #[test]
     fn numbers_follow_the_iow_encoding() {
         let io = Ioctls::load().unwrap();
-        // _IOW('D', 1, 8) and _IOW('D', 2, 24) as the Linux headers compute them.
+        // _IOW('D', 1, 8), _IOW('D', 2, 24) and _IOW('D', 3, 16) as the Linux headers
+        // compute them.
         assert_eq!(io.set_class_cmd(), 0x4008_4401);
         assert_eq!(io.reclassify_cmd(), 0x4018_4402);
+        assert_eq!(io.drop_cache_cmd(), 0x4010_4403);
     }
 
     #[test]
@@ -161,6 +182,14 @@ mod tests {
                 flags: 0
             })
         );
+        assert_eq!(
+            io.decode(io.drop_cache_cmd(), &p[..16]),
+            Some(Command::DropCache {
+                offset: 4096,
+                length: 0
+            })
+        );
+        assert_eq!(io.decode(io.drop_cache_cmd(), &p[..15]), None);
         assert_eq!(io.decode(io.set_class_cmd(), &[24, 0, 0]), None);
         assert_eq!(io.decode(0x5401, &p), None);
     }

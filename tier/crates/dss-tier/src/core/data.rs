@@ -1,7 +1,7 @@
 //! The data path: reads, writes, read fills, truncation and fallocate carried out on
 //! the slab and the HDD files as the engine decides them.
 
-use super::device_io::IoBuf;
+use super::device_io::{IoBuf, hdd_addr};
 use super::state::{Core, Inner, ROOM_POLL};
 use crate::runs::{FillRun, Run};
 use dss_engine::device::{Model, Op};
@@ -517,6 +517,14 @@ impl Core {
         g.hdd_dirty.remove(&id);
         self.commit_logged(&mut g);
         Ok(())
+    }
+
+    /// `posix_fadvise(POSIX_FADV_DONTNEED)` of bytes `[start, end)` of file `id`: the
+    /// modelled HDD page cache drops its clean pages of them.
+    pub fn drop_cache(&self, id: u64, start: u64, end: u64) {
+        let mut g = self.inner.lock().unwrap();
+        let addr = hdd_addr(self.hdd_span, id, start);
+        g.hdd.drop_range(addr, end.saturating_sub(start));
     }
 
     pub fn reclassify(&self, id: u64, start: u64, end: u64, class: u8) -> io::Result<()> {

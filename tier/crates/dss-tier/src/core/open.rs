@@ -6,7 +6,7 @@ use crate::journal::{self, Journal, Record};
 use crate::layout::{JOURNAL, SLAB};
 use dss_engine::device::{Device, Model};
 use dss_engine::metamemory::MetaMemory;
-use dss_engine::policy::Classify;
+use dss_engine::policy::{Classify, Mode};
 use dss_engine::{Cache, Resolved};
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -51,10 +51,16 @@ impl Core {
         let bs = u64::from(resolved.block_size);
         let parse =
             |m: &str| Model::parse(m).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
-        let (ssd, hdd) = (
+        let (ssd, mut hdd) = (
             Device::new(parse(ssd_model)?),
             Device::new(parse(hdd_model)?),
         );
+        // Behind the SSD cache the HDD model stands where the disk stands below a block
+        // cache: the page cache is the file system's, above the cache, and holds none of
+        // the data the cache writes back or reads on a miss.
+        if matches!(resolved.mode, Mode::Lru | Mode::Dss) {
+            hdd.set_keeps_clean_data(false);
+        }
         let anchors = Anchors::open(hdd_root)?;
         let store = journal::open_rw_create(&ssd_dir.join(SLAB))?;
         let jfile = journal::open_rw_create(&ssd_dir.join(JOURNAL))?;

@@ -569,6 +569,54 @@ fn hdd_writes_reach_the_model_through_its_page_cache_and_fsync_forces_them_out()
 }
 
 #[test]
+fn a_dropped_range_of_a_file_is_read_from_the_hdd_again() {
+    let d = Dirs::new("pagecache-drop");
+    let model = "st1000nm0011:pagecache=64MiB";
+    let (core, _) = d.open_policy(POLICY, 1 << 20, Mode::Hdd, false, "none", model);
+    let (a, ino) = d.file("a");
+    let data = pattern(1 << 20, 3);
+    core.write(&a, 24, 0, &data).unwrap();
+    core.sync_file(ino, &a, false).unwrap();
+    assert_eq!(core.read(&a, 24, 0, 1 << 20).unwrap(), data);
+    assert_eq!(dev_ops(&core, "hdd").0, 0, "clean pages stay cached");
+    // What Swift does after a PUT's fsync and after each stretch of a GET.
+    core.drop_cache(ino, 512 << 10, 1 << 20);
+    assert_eq!(core.read(&a, 24, 0, 1 << 20).unwrap(), data);
+    let s = &core.stats().devices["hdd"];
+    assert_eq!(
+        (s.read_ops, s.read_bytes),
+        (1, 512 << 10),
+        "only the dropped half"
+    );
+}
+
+#[test]
+fn behind_the_lru_cache_the_hdd_page_cache_keeps_no_data() {
+    let d = Dirs::new("pagecache-lru");
+    let model = "st1000nm0011:pagecache=64MiB";
+    // 64 blocks of cache: reading 1 MiB of other files evicts the first one.
+    let (core, _) = d.open_policy(POLICY, 64 * 4096, Mode::Lru, false, "none", model);
+    let cold = |name: &str, seed: u8| {
+        std::fs::write(d.hdd().join(name), pattern(256 << 10, seed)).unwrap();
+        Arc::new(File::open(d.hdd().join(name)).unwrap())
+    };
+    let first = cold("first", 1);
+    assert_eq!(core.read(&first, 24, 0, 4096).unwrap(), pattern(4096, 1));
+    let after_first = dev_ops(&core, "hdd").0;
+    assert!(after_first > 0);
+    for (i, name) in ["b", "c", "d", "e"].iter().enumerate() {
+        let f = cold(name, 10 + i as u8);
+        core.read(&f, 24, 0, 256 << 10).unwrap();
+    }
+    let before = dev_ops(&core, "hdd").0;
+    assert_eq!(core.read(&first, 24, 0, 4096).unwrap(), pattern(4096, 1));
+    assert!(
+        dev_ops(&core, "hdd").0 > before,
+        "evicted from the SSD cache and not held in a page cache below it"
+    );
+}
+
+#[test]
 fn hdd_addresses_of_files_lie_on_a_disks_span() {
     use super::device_io::hdd_addr;
     use std::collections::HashSet;

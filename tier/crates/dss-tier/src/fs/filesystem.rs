@@ -827,6 +827,16 @@ impl Filesystem for TierFs {
                         .reclassify(Self::file_id(&md), offset, end, class as u8)
                         .map_err(errno)
                 }
+                Some(Command::DropCache { offset, length }) => {
+                    let md = h.file.metadata().map_err(errno)?;
+                    let end = if length == 0 {
+                        md.size()
+                    } else {
+                        offset.saturating_add(length)
+                    };
+                    self.core.drop_cache(Self::file_id(&md), offset, end);
+                    Ok(())
+                }
                 None => Err(Errno::ENOTTY),
             }
         };
