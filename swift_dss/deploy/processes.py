@@ -142,15 +142,20 @@ class ProcessSet:
 
     def ended(self, name: str) -> str:
         """How NAME's process ended, for a process this object started (else "exited")."""
-        pid = self.records[name]["pid"]
-        for child in self._children:
-            if child.pid == pid:
-                return exit_reason(child.poll())
-        return "exited"
+        child = self._child(self.records[name]["pid"])
+        return "exited" if child is None else exit_reason(child.poll())
+
+    def _child(self, pid: int) -> subprocess.Popen[bytes] | None:
+        return next((c for c in self._children if c.pid == pid), None)
 
     def alive(self, name: str) -> bool:
-        self._reap()
         record = self.records[name]
+        child = self._child(record["pid"])
+        if child is not None:
+            # An unreaped child's pid cannot be reused, so its exit status is the whole
+            # truth; /proc was once seen to miss a live server's command line at start-up.
+            return child.poll() is None
+        self._reap()
         return runs(record["pid"], self.commands(record))
 
     def any_alive(self) -> bool:

@@ -3,6 +3,7 @@ line, so that a failed start-up says whether it crashed, was killed or gave up."
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -50,3 +51,16 @@ def test_an_error_exit_gives_its_status_and_last_line(tmp_path: Path) -> None:
 )
 def test_exit_reason(code: int | None, reason: str) -> None:
     assert exit_reason(code) == reason
+
+
+def test_a_child_is_alive_until_it_exits_whatever_proc_shows(tmp_path: Path) -> None:
+    procs = ProcessSet(StateFile(tmp_path / "state.json"), tmp_path, StartError)
+    procs.spawn("server", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "l")
+    # As if /proc had shown another command line for the pid at that moment.
+    procs.records["server"]["cmd"] = ["something", "else"]
+    assert procs.alive("server")
+    pid = procs.records["server"]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    procs._child(pid).wait(10)  # type: ignore[union-attr]
+    assert not procs.alive("server")
+    assert procs.ended("server") == "killed by SIGKILL"
