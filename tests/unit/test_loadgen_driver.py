@@ -217,6 +217,6 @@ def test_the_steady_state_ends_when_the_sequence_runs_out() -> None:
         assert start == first and start <= end <= last
         assert nbytes > 0
     put = summary(result)["put"]
-    # Every PUT body but the stalled one's had been sent when the sequence ran out.
-    assert rec.steady["put"][0][2] >= put["bytes"]
+    # How much of the last PUTs' bodies had gone when a slot first stayed free depends on
+    # timing; that the stalled request's wait is left out does not.
     assert put["steady_mbps"] > put["mbps"]
