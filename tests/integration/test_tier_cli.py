@@ -224,25 +224,25 @@ def test_reset_counters_zeroes_activity_and_keeps_content(make_tier: MakeTier) -
     assert tier.stats()["devices"]["ssd"]["write_ops"] > 0
 
 
+def cold_read(tier: Tier, name: str, body: bytes) -> int:
+    """HDD bytes read by a cold read of file NAME (holding BODY) through the mount."""
+    before = tier.stats()["devices"]["hdd"]["read_bytes"]
+    # The mount's own page cache goes first, so that the read reaches the tier.
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    assert (tier.mnt / name).read_bytes() == body
+    return tier.stats()["devices"]["hdd"]["read_bytes"] - before
+
+
 def test_drop_caches_makes_the_next_read_pay_the_modelled_disk(make_tier: MakeTier) -> None:  # noqa: F811
     tier = make_tier()
     tier.mount(mode="hdd", extra=("--hdd-model", "st1000nm0011:pagecache=64MiB"))
     body = write(tier.mnt / "f", 2 * MIB)
-
-    def cold_read() -> int:
-        """HDD bytes read by a cold read of the file through the mount."""
-        before = tier.stats()["devices"]["hdd"]["read_bytes"]
-        # The mount's own page cache goes first, so that the read reaches the tier.
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        assert (tier.mnt / "f").read_bytes() == body
-        return tier.stats()["devices"]["hdd"]["read_bytes"] - before
-
-    assert cold_read() < MIB, "the model's page cache still holds what was written"
+    assert cold_read(tier, "f", body) < MIB, "the model's page cache still holds what was written"
     said = ok("drop-caches", tier.mnt)
     assert said.startswith(f"{tier.mnt}: model page cache dropped: "), said
     assert int(said.split()[-2]) >= 2 * MIB, "the file's pages and the metadata's"
     assert tier.stats()["devices"]["hdd"]["write_bytes"] >= 2 * MIB, "written back first"
-    assert cold_read() >= 2 * MIB, "now the read pays the disk"
+    assert cold_read(tier, "f", body) >= 2 * MIB, "now the read pays the disk"
     plain = make_tier("plain")
     plain.mount()
     assert ok("drop-caches", plain.mnt) == f"{plain.mnt}: no model page cache to drop\n"
@@ -252,21 +252,14 @@ def test_a_drop_cache_ioctl_makes_that_range_pay_the_modelled_disk(make_tier: Ma
     tier = make_tier()
     tier.mount(mode="hdd", extra=("--hdd-model", "st1000nm0011:pagecache=64MiB"))
     body = write(tier.mnt / "f", 2 * MIB)
-
-    def cold_read() -> int:
-        before = tier.stats()["devices"]["hdd"]["read_bytes"]
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        assert (tier.mnt / "f").read_bytes() == body
-        return tier.stats()["devices"]["hdd"]["read_bytes"] - before
-
-    assert cold_read() < MIB
+    assert cold_read(tier, "f", body) < MIB
     fd = os.open(tier.mnt / "f", os.O_RDONLY)
     try:
         # The second MiB, as Swift's fadvise after reading it (length 0: to the end).
         TierBackend().drop_cache(fd, MIB, 0)
     finally:
         os.close(fd)
-    paid = cold_read()
+    paid = cold_read(tier, "f", body)
     assert MIB <= paid < 2 * MIB, paid
 
 
