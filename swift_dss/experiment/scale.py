@@ -57,9 +57,10 @@ DEFAULT = Scale()
 #: over 10 MiB), one run of each configuration with per-request bootstrap intervals
 #: (bootstrap.py). Dilated K = 2 times with byte rates scaled as the object sizes, one
 #: configuration takes 4-9 minutes here (docs/experiments.md). The servers' workers are
-#: the testbed's (TestbedSettings and the experiment's defaults); the client's limit per
-#: request is Swift's own client_timeout, 60 s, before dilation: a request the paper's
-#: testbed could not serve in that time counts as failed, as in its Fig. 7(c).
+#: the testbed's (TestbedSettings and the experiment's defaults); the client's idle limit
+#: per request is Swift's own client_timeout, 60 s, before dilation: a request that the
+#: paper's testbed left without a byte moved for that long counts as failed, as in its
+#: Fig. 7(c).
 TESTBED_DEFAULT = Scale(count_scale=0.04, timeout=60.0, seeds=50)
 #: Runs per configuration on the testbed. One run of 5,040 requests takes about as long as
 #: three of 1,260 and no single object decides it; its intervals come from its own

@@ -164,7 +164,8 @@ def loadgen() -> None:
 @click.option("--concurrency", type=click.IntRange(1, 100_000), default=None)
 @click.option("--processes", type=click.IntRange(1, 1024), default=None)
 @click.option("--containers", type=click.IntRange(1, 100_000), default=None)
-@click.option("--timeout", type=float, default=None, help="seconds per request")
+@click.option("--timeout", type=float, default=None,
+              help="seconds a request may move no byte before it fails")  # fmt: skip
 @click.option("--verify", is_flag=True, help="check every GET body against what was PUT")
 @click.option("--no-plots", is_flag=True)
 @click.option("--quiet", is_flag=True, help="no progress display")
@@ -267,7 +268,8 @@ def workloads() -> None:
 @click.option("--max-requests", type=click.IntRange(1), default=2000, show_default=True)
 @click.option("--time-cap", type=float, default=10.0, show_default=True,
               help="seconds per measured run")  # fmt: skip
-@click.option("--timeout", type=float, default=120.0, show_default=True)
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="seconds a request may move no byte before it fails")  # fmt: skip
 @click.option("--class", "cls", type=click.IntRange(0, 255), default=None,
               help="class sent with every PUT")  # fmt: skip
 @click.option("--container", default="dss-sweep", show_default=True)

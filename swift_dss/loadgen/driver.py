@@ -1,14 +1,15 @@
 """The request driver: one pycurl CurlMulti driving up to ``concurrency`` transfers at once.
 
 Each transfer streams: PUT bodies come from a READFUNCTION over the reproducible payload,
-GET bodies go to a WRITEFUNCTION that counts (or checks) them. Every request has a total
-timeout, so a phase always ends. The loop keeps track of the time it spends outside
-``select`` (its own CPU work): when that is nearly all of the time, the client, not the
-server, sets the pace.
+GET bodies go to a WRITEFUNCTION that counts (or checks) them. Every request has an idle
+limit, so a phase always ends: a request that moves no byte for ``timeout`` seconds fails.
+The loop keeps track of the time it spends outside ``select`` (its own CPU work): when that
+is nearly all of the time, the client, not the server, sets the pace.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,12 +35,22 @@ CURL_ERRORS = {
 }
 BUFFER = 512 * 1024
 
+
+def idle_seconds(timeout: float) -> int:
+    """curl's idle limit for TIMEOUT: whole seconds (curl's unit), at least one."""
+    return max(1, math.ceil(timeout))
+
+
 Tick = Callable[[str, int, int, int, float], None]  # phase, done, failures, bytes, seconds
 
 
 @dataclass
 class DriverOptions:
     concurrency: int = 16
+    #: Seconds a request may go without moving a byte (sent or received) before it fails
+    #: as "timeout". Not a limit on the whole transfer: Swift's own client_timeout and a
+    #: client's socket read timeout are idle limits too, and a large object that keeps
+    #: moving at a slow store's pace is slow, not failed.
     timeout: float = 60.0
     connect_timeout: float = 10.0
     verify: bool = False  # check GET bodies against the payload generator
@@ -109,7 +120,8 @@ class Driver:
         for _ in range(options.concurrency):
             c = pycurl.Curl()
             c.setopt(pycurl.NOSIGNAL, 1)
-            c.setopt(pycurl.TIMEOUT_MS, int(options.timeout * 1000))
+            c.setopt(pycurl.LOW_SPEED_LIMIT, 1)
+            c.setopt(pycurl.LOW_SPEED_TIME, idle_seconds(options.timeout))
             c.setopt(
                 pycurl.CONNECTTIMEOUT_MS, int(min(options.connect_timeout, options.timeout) * 1000)
             )

@@ -5,7 +5,8 @@ S3 (path style, signatures not checked) for the load generator, keeps connection
 logs every request (method, path, body length, class header), and injects faults on a
 deterministic schedule: ``status:503@4`` answers every 4th object request with 503,
 ``reset@5`` resets every 5th connection half way through the answer, ``stall@7`` never answers every
-7th (until the server stops). Written on asyncio streams rather than http.server because
+7th (until the server stops), ``slow@3`` sends every 3rd answer's body in ten pieces
+`SLOW_PAUSE` seconds apart. Written on asyncio streams rather than http.server because
 the faults need control of the socket (a reset is an RST, a stall holds the connection) and
 the benchmark needs keep-alive at a few thousand requests per second.
 
@@ -22,10 +23,14 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+#: Seconds between the pieces of a ``slow`` answer's body.
+SLOW_PAUSE = 0.4
+SLOW_PIECES = 10
+
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # status, reset, stall
+    kind: str  # status, reset, stall, slow
     every: int
     status: int = 0
 
@@ -33,8 +38,12 @@ class Fault:
     def parse(cls, text: str) -> Fault:
         what, _, every = text.partition("@")
         kind, _, status = what.partition(":")
-        if kind not in ("status", "reset", "stall") or not every.isdigit() or int(every) < 1:
-            raise ValueError(f"fault {text!r}: expected status:CODE@N, reset@N or stall@N")
+        if (
+            kind not in ("status", "reset", "stall", "slow")
+            or not every.isdigit()
+            or int(every) < 1
+        ):
+            raise ValueError(f"fault {text!r}: expected status:CODE@N, reset@N, stall@N or slow@N")
         return cls(kind, int(every), int(status) if status else 0)
 
 
@@ -183,7 +192,9 @@ class LocalServer:
         out += [f"{k}: {v}" for k, v in rheaders.items()]
         out.append(f"Content-Length: {send}")
         writer.write(("\r\n".join(out) + "\r\n\r\n").encode())
-        if method != "HEAD" and send:
+        if method != "HEAD" and send and fault is not None and fault.kind == "slow":
+            await self._trickle(writer, rbody or bytes(send))
+        elif method != "HEAD" and send:
             if rbody:
                 writer.write(rbody)
             else:
@@ -195,6 +206,15 @@ class LocalServer:
                     await writer.drain()
         await writer.drain()
         return headers.get("connection", "").lower() != "close"
+
+    @staticmethod
+    async def _trickle(writer: asyncio.StreamWriter, body: bytes) -> None:
+        """BODY in `SLOW_PIECES` pieces with a pause before each: slow, never idle for long."""
+        step = -(-len(body) // SLOW_PIECES)
+        for start in range(0, len(body), step):
+            await asyncio.sleep(SLOW_PAUSE)
+            writer.write(body[start : start + step])
+            await writer.drain()
 
     def _record(self, method: str, path: str, length: int, cls: str | None, out: str) -> None:
         if self.state.keep_log:

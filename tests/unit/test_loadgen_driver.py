@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from swift_dss.cli import main
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.driver import Driver, DriverOptions
-from swift_dss.loadgen.localserver import LocalServer
+from swift_dss.loadgen.localserver import SLOW_PAUSE, SLOW_PIECES, LocalServer
 from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import connect
@@ -176,32 +176,52 @@ def test_cli_names_a_missing_workload(bad: str, tmp_path: Path) -> None:
     assert res.exit_code != 0 and "shipped" in res.output
 
 
-def test_a_stalled_read_does_not_hold_up_the_reads_after_it() -> None:
-    # Object requests count from 1 and every 4th stalls: three PUTs, then the first of four
-    # GETs of one object hangs and the other three are answered.
-    with LocalServer(faults=["stall@4"]) as srv:
+def finished_requests(
+    faults: list[str], puts: int, gets: int, timeout: float
+) -> list[tuple[str, float]]:
+    """(outcome, total seconds) of each request in the order they finished: PUTS objects on
+    three slots, then GETS reads of the first one, against a server with FAULTS."""
+    with LocalServer(faults=faults) as srv:
         recorder = Recorder(time.time())
-        finished: list[str] = []
+        finished: list[tuple[str, float]] = []
         record = recorder.record
 
-        def spy(key: tuple, outcome: str, *rest: object) -> None:
-            finished.append(outcome)
-            record(key, outcome, *rest)  # type: ignore[arg-type]
+        def spy(key: tuple, outcome: str, end: float, ttfb: float, total: float, n: int) -> None:
+            finished.append((outcome, total))
+            record(key, outcome, end, ttfb, total, n)  # type: ignore[arg-type]
 
         recorder.record = spy  # type: ignore[method-assign]
-        opts = DriverOptions(concurrency=3, timeout=3)
+        opts = DriverOptions(concurrency=3, timeout=timeout)
         driver = Driver(connect(srv.url, "swift"), PayloadSource(1), recorder, opts)
 
         def one(op: str, obj: int, seq: int) -> Request:
             return Request(seq, op, op, "Doc", 25, 100, "b", "c", f"o{obj}", obj)
 
         try:
-            driver.run("put", iter([one("put", i, i) for i in range(3)]))
-            driver.run("get", iter([one("get", 0, i) for i in range(4)]))
+            driver.run("put", iter([one("put", i, i) for i in range(puts)]))
+            driver.run("get", iter([one("get", 0, i) for i in range(gets)]))
         finally:
             driver.close()
+    return finished
+
+
+def test_a_stalled_read_does_not_hold_up_the_reads_after_it() -> None:
+    # Object requests count from 1 and every 4th stalls: three PUTs, then the first of four
+    # GETs of one object hangs and the other three are answered.
+    finished = finished_requests(["stall@4"], puts=3, gets=4, timeout=3)
     # The other reads of the same object finished while the first one hung.
-    assert finished == ["201"] * 3 + ["200"] * 3 + ["timeout"]
+    assert [outcome for outcome, _ in finished] == ["201"] * 3 + ["200"] * 3 + ["timeout"]
+
+
+def test_the_limit_is_on_idle_time_not_on_the_whole_transfer() -> None:
+    # The 4th object request (the first GET) gets its body in ten pieces 0.4 s apart: it
+    # takes twice the 2 s limit, yet never stands idle for 2 s, so it succeeds, as a slow
+    # large object does through a slow store. The 7th request stalls and still fails.
+    finished = finished_requests(["slow@4", "stall@7"], puts=3, gets=5, timeout=2)
+    outcomes = collections.Counter(outcome for outcome, _ in finished)
+    assert outcomes == {"201": 3, "200": 4, "timeout": 1}
+    slow = max(total for outcome, total in finished if outcome == "200")
+    assert slow >= SLOW_PIECES * SLOW_PAUSE > 2
 
 
 def test_the_steady_state_ends_when_the_sequence_runs_out() -> None:
