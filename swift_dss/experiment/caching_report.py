@@ -138,7 +138,8 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         f"{st['ssd_model']}, HDD model {st['hdd_model']}); {sc['replicas']} replicas, "
         f"{st['proxy_workers']} proxy workers, {st['server_workers']} per storage server; "
         f"conn_timeout {st['conn_timeout']:g} s, node_timeout {st['node_timeout']:g} s, "
-        f"client_timeout {st['client_timeout']:g} s; a fresh testbed per configuration.",
+        f"client_timeout {st['client_timeout']:g} s{client_limit(sc, k)}; a fresh testbed "
+        "per configuration.",
         f"- Time dilation K = {k}: every link rate and device divided by {k}, every timeout "
         f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
         f"(bandwidths and request rates x{k}, times /{k}).",
@@ -146,6 +147,14 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         BANDWIDTH_LINE,
         repeats_line(setup.get("repeats", 1)),
     ]
+
+
+def client_limit(scale: dict[str, Any], k: int) -> str:
+    """The load generator's idle limit per request, before dilation, as the setup line's
+    clause (nothing where the setup does not record it)."""
+    if "timeout" not in scale:
+        return ""
+    return f"; the client's idle limit per request {scale['timeout'] / k:g} s (no byte moved)"
 
 
 def rate_scale_lines(settings: dict[str, Any]) -> list[str]:

@@ -528,9 +528,25 @@ def test_the_report_says_how_rates_were_scaled() -> None:
         return "\n".join(setup_lines(setup))
 
     assert "Byte rates" not in lines()
+    assert "idle limit" not in lines()
     scaled = lines(rate_scale=0.1)
     assert "Byte rates x0.1" in scaled
     assert "measured bytes / 0.1" in scaled
+
+
+def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
+    from dataclasses import asdict
+
+    from swift_dss.experiment.caching_report import setup_lines
+    from swift_dss.testbed.settings import TestbedSettings
+
+    setup = {
+        "scale": {"devices": 4, "replicas": 3, "timeout": 120.0},
+        "testbed": {"kind": "netns", "dilation": 2, "settings": asdict(TestbedSettings())},
+    }
+    assert "the client's idle limit per request 60 s (no byte moved)" in "\n".join(
+        setup_lines(setup)
+    )
 
 
 def test_the_traffic_testbed_scales_rates_with_the_sizes(tmp_path: Path) -> None:
