@@ -115,7 +115,7 @@ def paths(net: Network, nodes: int) -> list[tuple[str, str, str, str]]:
 
 def experiment_settings(defaults: TestbedDefaults) -> TestbedSettings:
     """The link rates an experiment runs at when its options leave them unsaid."""
-    scale = TESTBED_DEFAULT.size_scale if defaults.rates_follow_sizes else 1.0
+    scale = defaults.rate_scale(TESTBED_DEFAULT.size_scale)
     return TestbedSettings(dilation=defaults.dilation, rate_scale=scale)
 
 

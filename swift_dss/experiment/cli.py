@@ -103,7 +103,7 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             scale_args = kwargs["scale_args"]
             if rate_scale is None:
                 sizes = scale_args.size_scale or TESTBED_DEFAULT.size_scale
-                rate_scale = min(sizes, 1.0) if defaults.rates_follow_sizes else 1.0
+                rate_scale = defaults.rate_scale(sizes)
             # On the testbed --workers is each storage server's (the proxy keeps its own).
             workers = scale_args.workers
             base = Testbed("netns").settings or TestbedSettings()

@@ -50,6 +50,10 @@ class TestbedDefaults:
     rates_follow_sizes: bool
     server_workers: int
 
+    def rate_scale(self, size_scale: float) -> float:
+        """The byte-rate scale for objects SIZE_SCALE times the paper's."""
+        return min(size_scale, 1.0) if self.rates_follow_sizes else 1.0
+
 
 #: The caching experiment's, measured on a 2-core machine (docs/experiments.md and
 #: docs/results.md): with byte rates scaled as the object sizes, every object moves as

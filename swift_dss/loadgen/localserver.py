@@ -192,10 +192,10 @@ class LocalServer:
         out += [f"{k}: {v}" for k, v in rheaders.items()]
         out.append(f"Content-Length: {send}")
         writer.write(("\r\n".join(out) + "\r\n\r\n").encode())
-        if method != "HEAD" and send and fault is not None and fault.kind == "slow":
-            await self._trickle(writer, rbody or bytes(send))
-        elif method != "HEAD" and send:
-            if rbody:
+        if method != "HEAD" and send:
+            if fault is not None and fault.kind == "slow":
+                await self._trickle(writer, rbody or bytes(send))
+            elif rbody:
                 writer.write(rbody)
             else:
                 zeros = bytes(min(send, 1 << 20))
