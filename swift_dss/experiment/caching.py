@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 
 from swift_dss import policies
-from swift_dss.experiment import bootstrap, intervals, orders
+from swift_dss.experiment import bootstrap, intervals, orders, policy_file
 from swift_dss.experiment import content as content_mod
 from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
@@ -159,6 +159,9 @@ def run_config(
     SETUP_W creates the containers, W is the measured phases."""
     testbed = testbed or Testbed()
     spec = cluster_spec(cfg, ws, scale)
+    if scale.cache_block:
+        policy = policy_file.with_block(cfg.policy, scale.cache_block, run_dir / "policy.toml")
+        spec = replace(spec, policy=str(policy.absolute()))
     if cfg.concurrency and testbed.kind == "saio":
         w = replace(w, concurrency=min(w.concurrency, cfg.concurrency))
     if testbed.kind == "netns":

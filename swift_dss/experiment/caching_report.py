@@ -149,6 +149,12 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
     ]
 
 
+def cache_block(scale: dict[str, Any]) -> str:
+    """The setup's cache block, where a run set one (older setups record none)."""
+    block = scale.get("cache_block")
+    return f"; cache block {block} B (the policies' 4 KiB otherwise)" if block else ""
+
+
 def client_limit(scale: dict[str, Any], k: int) -> str:
     """The load generator's idle limit per request, before dilation, as the setup line's
     clause (nothing where the setup does not record it)."""
@@ -319,7 +325,8 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         f"({setup['bytes_per_device'] / MIB:,.0f} MiB per device with replicas), "
         f"{ws['gets']} GETs, concurrency {setup['workload']['concurrency']}.",
         "- Cache per device: "
-        + ", ".join(f"{p} = {b / MIB:.0f} MiB" for p, b in setup["cache_bytes_per_device"].items()),
+        + ", ".join(f"{p} = {b / MIB:.0f} MiB" for p, b in setup["cache_bytes_per_device"].items())
+        + cache_block(sc),
         f"- Machine: {setup['machine']['cpus']} CPUs; load average (1 min) before / after "
         "each run: " + ", ".join(f"{k} {a:.1f}/{b:.1f}" for k, (a, b) in loads.items()),
         "",

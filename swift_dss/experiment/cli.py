@@ -192,6 +192,13 @@ def caching_testbed_options(f: Any) -> Any:
     "configurations), all (every shipped swift_dss/policies/dss-*.toml) or a comma list "
     "of names, such as dss-readcut",
 )
+@click.option(
+    "--cache-block",
+    default=None,
+    help="the tiers' cache block: bytes (a power of two, 512-1048576), or `scaled`: 4 KiB "
+    "times the object size scale, to a power of two, so that a scaled object spans as many "
+    "blocks as the full-size one  [default: the policy's, 4 KiB]",
+)
 def caching(
     out: Path,
     scale_args: ScaleArgs,
@@ -200,6 +207,7 @@ def caching(
     force: bool,
     report_only: bool,
     variants: str,
+    cache_block: str | None,
     testbed: Any,
     repeats: int | None,
 ) -> None:
@@ -212,6 +220,8 @@ def caching(
 
     base = DEFAULT if testbed.kind == "saio" else TESTBED_DEFAULT.dilated(testbed.dilation)
     scale = make_scale(base, scale_args.factor, **scale_args.overrides())
+    if cache_block is not None:
+        scale = replace(scale, cache_block=parse_cache_block(cache_block, scale.size_scale))
     if repeats is None:
         repeats = TESTBED_REPEATS
     try:
@@ -242,6 +252,24 @@ def caching(
         raise click.ClickException("interrupted; completed configurations are kept") from None
     print_caching(summary, Console())
     click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
+
+
+def parse_cache_block(value: str, size_scale: float) -> int:
+    """`--cache-block`: a power of two in the tier's range, or `scaled`."""
+    from swift_dss.experiment.policy_file import DEFAULT_BLOCK, MIN_BLOCK, scaled_block
+
+    if value == "scaled":
+        return scaled_block(DEFAULT_BLOCK, size_scale)
+    try:
+        block = int(value)
+    except ValueError:
+        block = 0
+    if block < MIN_BLOCK or block > 1 << 20 or block & (block - 1):
+        raise click.BadParameter(
+            f"{value!r}: expected `scaled` or a power of two from 512 to 1048576",
+            param_hint="--cache-block",
+        )
+    return block
 
 
 def traffic_testbed_options(f: Any) -> Any:

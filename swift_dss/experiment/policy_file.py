@@ -1,17 +1,44 @@
-"""Tiered-mode policies for the traffic study, written from swift_dss/policies/reference.toml with
-only the `tier` of the stream classes changed, so that everything else (metadata on the
-SSD, the classification rules) is the reference policy's."""
+"""Policies an experiment writes for its runs, from the shipped ones: tiered-mode policies for
+the traffic study (swift_dss/policies/reference.toml with only the `tier` of the stream
+classes changed, so that everything else, metadata on the SSD and the classification rules,
+is the reference policy's), and a shipped policy with its cache block scaled as the run's
+objects."""
 
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
+
+#: The tier's cache block when a policy gives none, and the smallest it takes.
+DEFAULT_BLOCK = 4096
+MIN_BLOCK = 512
+
+
+def shipped(name: str) -> dict[str, Any]:
+    return tomllib.loads(files("swift_dss.policies").joinpath(f"{name}.toml").read_text())
 
 
 def reference() -> dict[str, Any]:
-    return tomllib.loads(files("swift_dss.policies").joinpath("reference.toml").read_text())
+    return shipped("reference")
+
+
+def scaled_block(block: int, size_scale: float) -> int:
+    """The cache block for objects SIZE_SCALE times the paper's: BLOCK times the scale, to
+    the nearest power of two the tier takes (at least 512 bytes, at most BLOCK). A scaled
+    object then spans about as many blocks as the full-size one, so it takes about as many
+    cache entries, and write-back pieces, as on the paper's testbed."""
+    want = block * min(size_scale, 1.0)
+    return max(MIN_BLOCK, min(block, 1 << round(math.log2(want))))
+
+
+def with_block(name: str, block: int, path: Path) -> Path:
+    """Write to PATH the shipped policy NAME with its cache block set to BLOCK; returns PATH."""
+    path.write_text(dumps({**shipped(name), "block_size": block}))
+    return path
 
 
 def tiered(name: str, placement: dict[int, str]) -> dict[str, Any]:

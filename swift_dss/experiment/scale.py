@@ -39,6 +39,8 @@ class Scale:
     max_object: int = 256 * MIB
     #: Seeds tried, from the workload's own, for the draw closest to Table I's byte mix.
     seeds: int = 200
+    #: The tiers' cache block in bytes; None: the policy's own (4 KiB, the paper's).
+    cache_block: int | None = None
 
     def times(self, factor: float) -> Scale:
         return replace(self, count_scale=self.count_scale * factor)

@@ -340,6 +340,31 @@ def test_tiered_policies_place_only_the_stream_classes() -> None:
         policy_file.tiered("t", {23: "ssd"})
 
 
+@pytest.mark.parametrize(
+    ("size_scale", "block"),
+    [(1.0, 4096), (2.0, 4096), (0.5, 2048), (0.25, 1024), (0.1, 512), (0.15, 512), (0.01, 512)],
+)
+def test_the_cache_block_scales_as_the_objects(size_scale: float, block: int) -> None:
+    assert policy_file.scaled_block(4096, size_scale) == block
+
+
+@pytest.mark.parametrize("name", ["lru", "reference", "dss-slru"])
+def test_a_policy_with_another_block_is_the_shipped_one_but_its_block(
+    name: str, tmp_path: Path
+) -> None:
+    shipped = policies.load_policy(name)
+    path = policy_file.with_block(name, 512, tmp_path / "p.toml")
+    assert tomllib.loads(path.read_text()) == {**shipped, "block_size": 512}
+
+
+def test_cache_block_option_values() -> None:
+    from swift_dss.experiment.cli import parse_cache_block
+
+    assert parse_cache_block("scaled", 0.1) == 512
+    assert parse_cache_block("scaled", 1.0) == 4096
+    assert parse_cache_block("1024", 0.1) == 1024
+
+
 def test_stream_workloads_have_one_type_and_its_class() -> None:
     base = scale.paper_workload(TINY)
     opts = traffic.TrafficOptions(duration=5, clients=3)
@@ -423,6 +448,9 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--hdd-model", "hdd:rate_scale=0.5", "--rate-scale", "0.1"], "sets rate_scale"),
         (["--testbed", "vm"], "--testbed"),
         (["--repeats", "0"], "--repeats"),
+        (["--cache-block", "3000"], "expected `scaled` or a power of two"),
+        (["--cache-block", "256"], "expected `scaled` or a power of two"),
+        (["--cache-block", "4k"], "expected `scaled` or a power of two"),
     ],
 )
 def test_bad_testbed_options_are_cli_errors(tmp_path: Path, args: list[str], says: str) -> None:
@@ -547,6 +575,13 @@ def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
     assert "the client's idle limit per request 60 s (no byte moved)" in "\n".join(
         setup_lines(setup)
     )
+
+
+def test_the_report_gives_a_cache_block_only_where_a_run_set_one() -> None:
+    from swift_dss.experiment.caching_report import cache_block
+
+    assert "cache block 512 B" in cache_block({"cache_block": 512})
+    assert cache_block({"cache_block": None}) == cache_block({}) == ""
 
 
 def test_the_traffic_testbed_scales_rates_with_the_sizes(tmp_path: Path) -> None:
