@@ -130,6 +130,11 @@ def local_cluster() -> None:
     type=float,
     help="[testbed] Every link rate and device transfer rate times this, in (0, 1].  [1]",
 )
+@click.option(
+    "--link-queue-ms",
+    type=float,
+    help="[testbed] Each link's queue, in emulated milliseconds (times K on the veths).  [10]",
+)
 @one_line_errors(*EXPECTED)
 def up(
     dir_: Path,

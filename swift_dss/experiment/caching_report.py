@@ -133,7 +133,8 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
     return [
         f"- Cluster: the paper's testbed emulated: a client node and a proxy node on "
         f"{st['client_rate']} / {st['proxy_rate']} links, {sc['devices']} storage nodes on "
-        f"{st['storage_rate']} each (every link shaped with tc), each storage node with its "
+        f"{st['storage_rate']} each (every link shaped with tc{link_queue(st)}), each "
+        "storage node with its "
         f"own account, container and object servers over its own dss-tier (SSD model "
         f"{st['ssd_model']}, HDD model {st['hdd_model']}); {sc['replicas']} replicas, "
         f"{st['proxy_workers']} proxy workers, {st['server_workers']} per storage server; "
@@ -147,6 +148,12 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         BANDWIDTH_LINE,
         repeats_line(setup.get("repeats", 1)),
     ]
+
+
+def link_queue(settings: dict[str, Any]) -> str:
+    """The links' queue, where the setup records one."""
+    queue = settings.get("link_queue_ms")
+    return f", a queue of {queue:g} ms each" if queue else ""
 
 
 def cache_block(scale: dict[str, Any]) -> str:

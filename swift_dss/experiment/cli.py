@@ -91,12 +91,14 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
 
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
         rate_scale = kwargs.pop("rate_scale")
-        models = {m: kwargs.pop(m) for m in ("ssd_model", "hdd_model", "meta_memory")}
+        models = {
+            m: kwargs.pop(m) for m in ("ssd_model", "hdd_model", "meta_memory", "link_queue_ms")
+        }
         models = {m: spec for m, spec in models.items() if spec is not None}
         if kind == "saio" and (k is not None or rate_scale is not None or models):
             raise click.BadParameter(
-                "--dilation, --rate-scale, --ssd-model, --hdd-model and --meta-memory are "
-                "the emulated testbed's (netns)"
+                "--dilation, --rate-scale, --ssd-model, --hdd-model, --meta-memory and "
+                "--link-queue-ms are the emulated testbed's (netns)"
             )
         settings = None
         if kind == "netns":
@@ -134,6 +136,13 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             help=f"the testbed's dss-tier {device.upper()} model, before dilation "
             f"(docs/tier.md)  [default: {default}]",
         )(with_testbed)
+    with_testbed = click.option(
+        "--link-queue-ms",
+        type=click.FloatRange(0, 10_000, min_open=True),
+        default=None,
+        help="each link's queue in the emulated testbed's milliseconds (tc's tbf latency, "
+        f"times K on the veths)  [default: {TestbedSettings.link_queue_ms:g}]",
+    )(with_testbed)
     with_testbed = click.option(
         "--meta-memory",
         default=None,

@@ -88,6 +88,9 @@ class TestbedSettings:
     #: size scale, a scaled object's transfer takes as long as the full-size one's on the
     #: paper's hardware, and seeks, per-operation latencies and CPU keep their share.
     rate_scale: float = 1.0
+    #: Each link's queue, in the emulated testbed's milliseconds (tc's tbf `latency`, times
+    #: K on the veths): how long a saturated link's queue grows before it drops.
+    link_queue_ms: float = 10.0
 
     def validate(self) -> None:
         scale = self.rate_scale
@@ -111,6 +114,11 @@ class TestbedSettings:
         for name in ("conn_timeout", "node_timeout", "client_timeout"):
             if not 0 < getattr(self, name) <= 3600:
                 raise TestbedError(f"{name} must be more than 0 and at most 3600 seconds")
+        queue = self.link_queue_ms
+        if isinstance(queue, bool) or not isinstance(queue, int | float) or not 0 < queue <= 10_000:
+            raise TestbedError(
+                f"link_queue_ms must be more than 0 and at most 10000, not {self.link_queue_ms!r}"
+            )
 
     @property
     def dilated(self) -> Dilation:
@@ -120,6 +128,10 @@ class TestbedSettings:
         """The dilated rate (bit/s) of ROLE's link: "client", "proxy" or a storage node."""
         text = {"client": self.client_rate, "proxy": self.proxy_rate}.get(role, self.storage_rate)
         return self.dilated.rate(round(parse_rate(text) * self.rate_scale))
+
+    def link_queue(self) -> float:
+        """Each link's queue in real milliseconds: the emulated one, K times longer."""
+        return self.link_queue_ms * self.dilation
 
     def _timeouts(self) -> dict[str, str]:
         dil = self.dilated

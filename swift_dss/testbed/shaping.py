@@ -21,9 +21,11 @@ Why tbf with these numbers (no netem here, so rates only):
   on the bridge) with headroom for a second; 1 ms of the rate where that is more (10 Gbit/s:
   1.25 MB), so that the timer's granularity does not cap the rate. A full bucket lets one
   burst through at the machine's speed: 128 KiB is 1% of a second at 100 Mbit/s.
-- latency 20 ms: the queue holds 20 ms of the rate beyond the burst, then drops. TCP
-  between namespaces has an RTT of tens of microseconds, so a few milliseconds of queue keep
-  the link busy; 20 ms leaves room for a dilated rate at K = 100 (0.2 ms of real queue).
+- latency: the queue holds this long of the rate beyond the burst, then drops. A testbed
+  sets it as the emulated link's queue times K (TestbedSettings.link_queue_ms, 10 ms by
+  default: 20 ms at the caching experiment's K = 2), so that it holds the bytes the
+  emulated queue would. TCP between namespaces has an RTT of tens of microseconds, so a
+  few milliseconds of queue keep the link busy.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 ETHERNET_OVERHEAD = 24
 MIN_BURST = 128 * 1024
 BURST_SECONDS = 0.001
+#: The queue of a link shaped outside a testbed (real milliseconds).
 QUEUE_MS = 20
 #: tbf's kernel interface carries rates as 64-bit bytes/s; below one kbit/s a 1500-byte
 #: frame would take 12 s, which no test or bench means.
@@ -79,6 +82,8 @@ class Link:
     outer: str  # the root-side end, a bridge port
     rate: int  # bit/s
     inner: str = "eth0"
+    #: How long a queue the link keeps, in real milliseconds (already dilated).
+    queue_ms: float = QUEUE_MS
 
     @property
     def bytes_per_second(self) -> int:
@@ -89,8 +94,9 @@ def burst_bytes(rate: int) -> int:
     return max(MIN_BURST, math.ceil(rate / 8 * BURST_SECONDS))
 
 
-def tbf(rate: int) -> list[str]:
-    """The qdisc spec that shapes an interface's egress to RATE bit/s."""
+def tbf(rate: int, queue_ms: float = QUEUE_MS) -> list[str]:
+    """The qdisc spec that shapes an interface's egress to RATE bit/s, with a queue of
+    QUEUE_MS milliseconds."""
     return [
         "tbf",
         "rate",
@@ -98,7 +104,7 @@ def tbf(rate: int) -> list[str]:
         "burst",
         str(burst_bytes(rate)),
         "latency",
-        f"{QUEUE_MS}ms",
+        f"{queue_ms:g}ms",
         "overhead",
         str(ETHERNET_OVERHEAD),
     ]
@@ -106,7 +112,7 @@ def tbf(rate: int) -> list[str]:
 
 def commands(link: Link) -> list[list[str]]:
     """The tc command lines that shape LINK both ways: into the node, then out of it."""
-    spec = tbf(link.rate)
+    spec = tbf(link.rate, link.queue_ms)
     return [
         ["tc", "qdisc", "replace", "dev", link.outer, "root", *spec],
         ["tc", "-n", link.namespace, "qdisc", "replace", "dev", link.inner, "root", *spec],

@@ -524,7 +524,7 @@ def test_the_testbeds_device_models_are_settings(tmp_path: Path) -> None:
     bad = CliRunner().invoke(experiment, [*args, "--meta-memory", "much"])
     assert bad.exit_code == 2 and "metadata memory 'much'" in bad.output
     saio = CliRunner().invoke(experiment, [*args, "--testbed", "saio", "--meta-memory", "0"])
-    assert saio.exit_code == 2 and "--meta-memory are the emulated testbed's" in saio.output
+    assert saio.exit_code == 2 and "--link-queue-ms are the emulated testbed's" in saio.output
 
 
 def test_the_printed_summary_names_a_cpu_bound_reference_configuration() -> None:
@@ -572,9 +572,9 @@ def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
         "scale": {"devices": 4, "replicas": 3, "timeout": 120.0},
         "testbed": {"kind": "netns", "dilation": 2, "settings": asdict(TestbedSettings())},
     }
-    assert "the client's idle limit per request 60 s (no byte moved)" in "\n".join(
-        setup_lines(setup)
-    )
+    text = "\n".join(setup_lines(setup))
+    assert "the client's idle limit per request 60 s (no byte moved)" in text
+    assert "every link shaped with tc, a queue of 10 ms each)" in text
 
 
 def test_the_report_gives_a_cache_block_only_where_a_run_set_one() -> None:

@@ -69,6 +69,16 @@ def test_topology_of_the_paper_dilated() -> None:
     assert Network.role_address("client") == "198.18.0.3"
 
 
+def test_the_links_queue_is_the_emulated_ones_dilated() -> None:
+    net = Network("abc123")
+    default = net.testbed_links(TestbedSettings(dilation=2), 1)
+    assert {x.queue_ms for x in default} == {20}
+    longer = net.testbed_links(TestbedSettings(dilation=4, link_queue_ms=50), 1)
+    assert {x.queue_ms for x in longer} == {200}
+    into, out = shaping.commands(longer[-1])
+    assert into[into.index("latency") + 1] == out[out.index("latency") + 1] == "200ms"
+
+
 def test_settings_dilate_timeouts_and_models() -> None:
     tb = TestbedSettings(dilation=4, storage_rate="500mbit")
     assert tb.link_rate("s2") == 125 * 10**6
@@ -115,6 +125,9 @@ def test_settings_dilate_timeouts_and_models() -> None:
         ({"rate_scale": 0.1, "hdd_model": "hdd:rate_scale=0.5"}, "sets rate_scale"),
         ({"meta_memory": "lots"}, "metadata memory"),
         ({"meta_memory": "1.5GiB"}, "metadata memory"),
+        ({"link_queue_ms": 0}, "link_queue_ms"),
+        ({"link_queue_ms": 20_000}, "link_queue_ms"),
+        ({"link_queue_ms": "long"}, "link_queue_ms"),
     ],
 )
 def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> None:
