@@ -26,7 +26,7 @@ from rich.console import Console
 from swift_dss import policies
 from swift_dss.experiment import bootstrap, intervals, orders, policy_file
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment.cluster import ClusterSpec
+from swift_dss.experiment.cluster import ClusterSpec, ExperimentError
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
 from swift_dss.experiment.paper import FIG7, HEADLINES
 from swift_dss.experiment.scale import (
@@ -220,6 +220,7 @@ def run_config(
         "mode": cfg.mode,
         "policy": cfg.policy,
         "cache_pct": cfg.cache_pct,
+        "cache_block": scale.cache_block,
         "concurrency": w.concurrency,
         "cluster": asdict(spec),
         "testbed": testbed.to_json(),
@@ -280,6 +281,17 @@ def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def check_block(entry: dict[str, Any], scale: Scale, where: Path) -> None:
+    """Refuse to mix a run measured with another cache block into this one's summary."""
+    was, now = entry.get("cache_block"), scale.cache_block
+    if was != now:
+        raise ExperimentError(
+            f"{where} was measured with cache block {was or 'of its policy'} (now "
+            f"{now or 'of its policy'}): rerun with the options it was measured with, or "
+            "with --force to measure it again"
+        )
+
+
 def kept_recorder(run_dir: Path) -> Recorder | None:
     """A kept run's raw record (`loadgen/recorder.json`), None if it has none."""
     record = run_dir / "loadgen" / "recorder.json"
@@ -322,7 +334,9 @@ def caching(
         if run_nothing:
             continue
         if done.exists() and not force:
-            check_kept(json.loads(done.read_text()), testbed, done)
+            kept = json.loads(done.read_text())
+            check_kept(kept, testbed, done)
+            check_block(kept, scale, done)
             console.print(f"[{n}/{len(todo)}] {cfg.key} #{rep}: done before, kept ({done})")
             continue
         done.unlink(missing_ok=True)
@@ -353,6 +367,7 @@ def caching(
         for done, recorder in zip(kept_files, recorders, strict=True):
             kept = refreshed(json.loads(done.read_text()), recorder)
             check_kept(kept, testbed, done)
+            check_block(kept, scale, done)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests
             samples[cfg.key] = bootstrap.samples(recorders[0]) if recorders[0] else {}

@@ -265,7 +265,7 @@ def caching(
 
 def parse_cache_block(value: str, size_scale: float) -> int:
     """`--cache-block`: a power of two in the tier's range, or `scaled`."""
-    from swift_dss.experiment.policy_file import DEFAULT_BLOCK, MIN_BLOCK, scaled_block
+    from swift_dss.experiment.policy_file import DEFAULT_BLOCK, MAX_BLOCK, MIN_BLOCK, scaled_block
 
     if value == "scaled":
         return scaled_block(DEFAULT_BLOCK, size_scale)
@@ -273,9 +273,9 @@ def parse_cache_block(value: str, size_scale: float) -> int:
         block = int(value)
     except ValueError:
         block = 0
-    if block < MIN_BLOCK or block > 1 << 20 or block & (block - 1):
+    if block < MIN_BLOCK or block > MAX_BLOCK or block & (block - 1):
         raise click.BadParameter(
-            f"{value!r}: expected `scaled` or a power of two from 512 to 1048576",
+            f"{value!r}: expected `scaled` or a power of two from {MIN_BLOCK} to {MAX_BLOCK}",
             param_hint="--cache-block",
         )
     return block

@@ -1,8 +1,7 @@
 """Policies an experiment writes for its runs, from the shipped ones: tiered-mode policies for
 the traffic study (swift_dss/policies/reference.toml with only the `tier` of the stream
 classes changed, so that everything else, metadata on the SSD and the classification rules,
-is the reference policy's), and a shipped policy with its cache block scaled as the run's
-objects."""
+is the reference policy's), and a shipped policy with another cache block."""
 
 from __future__ import annotations
 
@@ -13,9 +12,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-#: The tier's cache block when a policy gives none, and the smallest it takes.
+#: The tier's cache block when a policy gives none, and the smallest and largest it takes.
 DEFAULT_BLOCK = 4096
 MIN_BLOCK = 512
+MAX_BLOCK = 1 << 20
 
 
 def shipped(name: str) -> dict[str, Any]:

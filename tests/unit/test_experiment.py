@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 
@@ -490,6 +491,18 @@ def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:
         )
     with pytest.raises(ExperimentError, match="testbed saio"):
         check_kept({"testbed": Testbed().to_json()}, k4, where)
+
+
+def test_a_kept_run_must_have_the_same_cache_block(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+
+    where = tmp_path / "entry.json"
+    caching.check_block({}, TINY, where)  # entries from before the block was recorded
+    caching.check_block({"cache_block": 512}, replace(TINY, cache_block=512), where)
+    with pytest.raises(ExperimentError, match=r"cache block 512 \(now of its policy\)"):
+        caching.check_block({"cache_block": 512}, TINY, where)
+    with pytest.raises(ExperimentError, match=r"cache block of its policy \(now 1024\)"):
+        caching.check_block({"cache_block": None}, replace(TINY, cache_block=1024), where)
 
 
 def test_the_traffic_study_is_dilated_more_than_the_caching_experiment() -> None:
