@@ -132,11 +132,17 @@ def fig11(runs: list[dict[str, Any]], streams: list[str], op: str, path: Path) -
     plt = _plt()
     fig, axes = plt.subplots(1, len(runs), figsize=(3.2 * len(runs), 3.4), sharey=True)
     for ax, run in zip(axes if len(runs) > 1 else [axes], runs, strict=True):
+        plotted = False
         for s in streams:
             cdf = (run["streams"].get(s) or {}).get(f"{op}_cdf") or []
             if cdf:
                 ax.step([p[1] for p in cdf], [p[0] / 100 for p in cdf], where="post", label=s)
+                plotted = True
         ax.set_xscale("log")
+        if not plotted:
+            # A run without these requests: a panel of its own scale, not one 100 ms wide.
+            ax.set_xlim(1, 10_000)
+            ax.text(0.5, 0.5, "no requests", transform=ax.transAxes, ha="center")
         ax.axvline(100, color="grey", lw=0.6, ls=":")
         ax.set_title(run["name"], fontsize="medium")
         ax.set_xlabel(f"{op.upper()} latency (ms)")

@@ -97,6 +97,12 @@ class LocalServer:
             ready.set()
         async with self._server:
             await self._stop.wait()
+        # Kept-alive connections still wait for their next request: end them with the
+        # server, so that no handler is left pending when the loop is dropped.
+        handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
     def start(self) -> LocalServer:
         ready = threading.Event()
