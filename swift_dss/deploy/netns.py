@@ -115,7 +115,8 @@ class Network:
         if name in ROLE_HOSTS:
             ns, veth = self.role_namespace(name), self.role_veth(name)
         else:
-            ns, veth = self.namespace(int(name[1:])), self.veth(int(name[1:]))
+            node = int(name[1:])
+            ns, veth = self.namespace(node), self.veth(node)
         return Link(name, ns, veth, rate, queue_ms=queue_ms)
 
     def _make_host(self, ns: str, veth: str, address: str) -> None:

@@ -26,7 +26,7 @@ from rich.console import Console
 from swift_dss import policies
 from swift_dss.experiment import bootstrap, intervals, orders, policy_file
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment.cluster import ClusterSpec, ExperimentError
+from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
 from swift_dss.experiment.paper import FIG7, HEADLINES
 from swift_dss.experiment.scale import (
@@ -42,7 +42,7 @@ from swift_dss.experiment.scale import (
     working_set,
 )
 from swift_dss.experiment.summary import at_real_speed, figures, ratio, refreshed
-from swift_dss.experiment.targets import Testbed, check_kept, running_target
+from swift_dss.experiment.targets import Testbed, check_kept, refuse_kept, running_target
 from swift_dss.loadgen import report as lg_report
 from swift_dss.loadgen import runner
 from swift_dss.loadgen.progress import RunProgress
@@ -281,15 +281,13 @@ def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def check_block(entry: dict[str, Any], scale: Scale, where: Path) -> None:
-    """Refuse to mix a run measured with another cache block into this one's summary."""
+def check_measured(entry: dict[str, Any], testbed: Testbed, scale: Scale, where: Path) -> None:
+    """Refuse to mix a run measured on another testbed, or with another cache block, into
+    this one's summary."""
+    check_kept(entry, testbed, where)
     was, now = entry.get("cache_block"), scale.cache_block
     if was != now:
-        raise ExperimentError(
-            f"{where} was measured with cache block {was or 'of its policy'} (now "
-            f"{now or 'of its policy'}): rerun with the options it was measured with, or "
-            "with --force to measure it again"
-        )
+        refuse_kept(where, [f"cache block {was or 'of its policy'} (now {now or 'of its policy'})"])
 
 
 def kept_recorder(run_dir: Path) -> Recorder | None:
@@ -334,9 +332,7 @@ def caching(
         if run_nothing:
             continue
         if done.exists() and not force:
-            kept = json.loads(done.read_text())
-            check_kept(kept, testbed, done)
-            check_block(kept, scale, done)
+            check_measured(json.loads(done.read_text()), testbed, scale, done)
             console.print(f"[{n}/{len(todo)}] {cfg.key} #{rep}: done before, kept ({done})")
             continue
         done.unlink(missing_ok=True)
@@ -366,8 +362,7 @@ def caching(
         recorders = [kept_recorder(done.parent) for done in kept_files]
         for done, recorder in zip(kept_files, recorders, strict=True):
             kept = refreshed(json.loads(done.read_text()), recorder)
-            check_kept(kept, testbed, done)
-            check_block(kept, scale, done)
+            check_measured(kept, testbed, scale, done)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests
             samples[cfg.key] = bootstrap.samples(recorders[0]) if recorders[0] else {}

@@ -112,6 +112,12 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
     changed = [f"{k} {old.get(k)} (now {new.get(k)})" for k in keys if old.get(k) != new.get(k)]
     if was.get("kind") != now.get("kind") or not changed:
         changed = [f"testbed {was.get('kind')} (now {now.get('kind')})"]
+    refuse_kept(where, changed)
+
+
+def refuse_kept(where: Path, changed: list[str]) -> None:
+    """A kept run measured with other settings (CHANGED: "name old (now new)") cannot
+    join this one's summary."""
     raise ExperimentError(
         f"{where} was measured with {', '.join(changed)}: rerun with the options it was "
         "measured with, or with --force to measure it again"

@@ -57,6 +57,15 @@ class TestbedError(ValueError):
     __test__ = False  # not a test class, whatever pytest makes of the name
 
 
+#: The longest queue a link may keep, in emulated milliseconds.
+MAX_LINK_QUEUE_MS = 10_000
+
+
+def number_in(value: object, high: float) -> bool:
+    """Whether VALUE is a number (not a bool) in (0, HIGH]."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= high
+
+
 @dataclass
 class TestbedSettings:
     __test__ = False  # not a test class, whatever pytest makes of the name
@@ -94,7 +103,7 @@ class TestbedSettings:
 
     def validate(self) -> None:
         scale = self.rate_scale
-        if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale <= 1:
+        if not number_in(scale, 1):
             raise TestbedError(f"rate_scale must be a number in (0, 1], not {scale!r}")
         try:
             for rate in (self.client_rate, self.proxy_rate, self.storage_rate):
@@ -115,9 +124,9 @@ class TestbedSettings:
             if not 0 < getattr(self, name) <= 3600:
                 raise TestbedError(f"{name} must be more than 0 and at most 3600 seconds")
         queue = self.link_queue_ms
-        if isinstance(queue, bool) or not isinstance(queue, int | float) or not 0 < queue <= 10_000:
+        if not number_in(queue, MAX_LINK_QUEUE_MS):
             raise TestbedError(
-                f"link_queue_ms must be more than 0 and at most 10000, not {self.link_queue_ms!r}"
+                f"link_queue_ms must be more than 0 and at most {MAX_LINK_QUEUE_MS}, not {queue!r}"
             )
 
     @property
@@ -131,7 +140,7 @@ class TestbedSettings:
 
     def link_queue(self) -> float:
         """Each link's queue in real milliseconds: the emulated one, K times longer."""
-        return self.link_queue_ms * self.dilation
+        return self.dilated.timeout(self.link_queue_ms)
 
     def _timeouts(self) -> dict[str, str]:
         dil = self.dilated

@@ -449,6 +449,7 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--hdd-model", "hdd:rate_scale=0.5", "--rate-scale", "0.1"], "sets rate_scale"),
         (["--testbed", "vm"], "--testbed"),
         (["--repeats", "0"], "--repeats"),
+        (["--link-queue-ms", "0"], "link_queue_ms must be more than 0 and at most 10000"),
         (["--cache-block", "3000"], "expected `scaled` or a power of two"),
         (["--cache-block", "256"], "expected `scaled` or a power of two"),
         (["--cache-block", "4k"], "expected `scaled` or a power of two"),
@@ -495,14 +496,17 @@ def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:
 
 def test_a_kept_run_must_have_the_same_cache_block(tmp_path: Path) -> None:
     from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed
 
-    where = tmp_path / "entry.json"
-    caching.check_block({}, TINY, where)  # entries from before the block was recorded
-    caching.check_block({"cache_block": 512}, replace(TINY, cache_block=512), where)
+    where, saio = tmp_path / "entry.json", Testbed()
+    caching.check_measured({}, saio, TINY, where)  # entries from before the block was recorded
+    caching.check_measured({"cache_block": 512}, saio, replace(TINY, cache_block=512), where)
     with pytest.raises(ExperimentError, match=r"cache block 512 \(now of its policy\)"):
-        caching.check_block({"cache_block": 512}, TINY, where)
+        caching.check_measured({"cache_block": 512}, saio, TINY, where)
     with pytest.raises(ExperimentError, match=r"cache block of its policy \(now 1024\)"):
-        caching.check_block({"cache_block": None}, replace(TINY, cache_block=1024), where)
+        caching.check_measured({"cache_block": None}, saio, replace(TINY, cache_block=1024), where)
+    with pytest.raises(ExperimentError, match=r"testbed netns \(now saio\)"):
+        caching.check_measured({"testbed": Testbed("netns").to_json()}, saio, TINY, where)
 
 
 def test_the_traffic_study_is_dilated_more_than_the_caching_experiment() -> None:
