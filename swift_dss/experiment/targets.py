@@ -33,7 +33,12 @@ from swift_dss.loadgen import remote, runner
 from swift_dss.loadgen.protocols import Protocol
 from swift_dss.loadgen.workload import Workload
 from swift_dss.testbed import utilisation
-from swift_dss.testbed.settings import PAPER_SERVER_WORKERS, TESTBED_HDD, TestbedSettings
+from swift_dss.testbed.settings import (
+    PAPER_SERVER_WORKERS,
+    TESTBED_HDD,
+    UNRECORDED_REAL_QUEUE_MS,
+    TestbedSettings,
+)
 from swift_dss.tierctl import TierError, report
 
 TESTBEDS = ("saio", "netns")
@@ -104,8 +109,12 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
     """Refuse to mix a run measured on another testbed (another K, other workers...) into
     this one's summary, where its figures would be read with this testbed's settings."""
     was = entry.get("testbed")
+    if was is None:
+        return
+    if was.get("settings"):
+        was = {**was, "settings": recorded_settings(was)}
     now = testbed.to_json()
-    if was is None or was == now:
+    if was == now:
         return
     old, new = was.get("settings") or {}, now.get("settings") or {}
     keys = sorted(old.keys() | new.keys())
@@ -113,6 +122,15 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
     if was.get("kind") != now.get("kind") or not changed:
         changed = [f"testbed {was.get('kind')} (now {now.get('kind')})"]
     refuse_kept(where, changed)
+
+
+def recorded_settings(testbed: dict[str, Any]) -> dict[str, Any]:
+    """A kept run's testbed settings as measured: a run from before the link queue was a
+    setting had the queue it had then, not today's default."""
+    settings = dict(testbed.get("settings") or {})
+    if settings and "link_queue_ms" not in settings:
+        settings["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
+    return settings
 
 
 def refuse_kept(where: Path, changed: list[str]) -> None:

@@ -59,6 +59,9 @@ class TestbedError(ValueError):
 
 #: The longest queue a link may keep, in emulated milliseconds.
 MAX_LINK_QUEUE_MS = 10_000
+#: The real queue every link kept before the queue was a setting (runs that record no
+#: `link_queue_ms`): 20 ms at any K, so 20 / K ms of the emulated testbed's time.
+UNRECORDED_REAL_QUEUE_MS = 20.0
 
 
 def number_in(value: object, high: float) -> bool:

@@ -494,6 +494,26 @@ def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:
         check_kept({"testbed": Testbed().to_json()}, k4, where)
 
 
+def test_a_kept_run_without_a_recorded_queue_had_twenty_real_milliseconds(
+    tmp_path: Path,
+) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    def unrecorded(k: int) -> dict[str, object]:
+        tb = Testbed("netns", TestbedSettings(dilation=k)).to_json()
+        del tb["settings"]["link_queue_ms"]
+        return {"testbed": tb}
+
+    where = tmp_path / "entry.json"
+    # 20 ms of real queue is 10 emulated ms at K = 2 (today's default) and 5 at K = 4.
+    check_kept(unrecorded(2), Testbed("netns", TestbedSettings(dilation=2)), where)
+    check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4, link_queue_ms=5)), where)
+    with pytest.raises(ExperimentError, match=r"link_queue_ms 5.0 \(now 10.0\)"):
+        check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4)), where)
+
+
 def test_a_kept_run_must_have_the_same_cache_block(tmp_path: Path) -> None:
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.targets import Testbed
