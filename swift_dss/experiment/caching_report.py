@@ -116,8 +116,9 @@ def utilisation_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def setup_lines(setup: dict[str, Any]) -> list[str]:
-    """The cluster the runs had: the all-in-one, or the emulated testbed with its links."""
+def setup_lines(setup: dict[str, Any], runs: dict[str, int] | None = None) -> list[str]:
+    """The cluster the runs had: the all-in-one, or the emulated testbed with its links.
+    RUNS: each measured configuration's number of runs, where the summary has them."""
     sc = setup["scale"]
     tb = setup.get("testbed") or {"kind": "saio"}
     if tb["kind"] != "netns":
@@ -126,7 +127,7 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
             f"intel710, HDD model st1000nm0011), {sc['replicas']} replicas, {sc['workers']} "
             "workers per server; a fresh cluster per configuration.",
             BANDWIDTH_LINE,
-            repeats_line(setup.get("repeats", 1)),
+            repeats_line(setup.get("repeats", 1), runs),
         ]
     st = tb["settings"]
     k = tb["dilation"]
@@ -146,7 +147,7 @@ def setup_lines(setup: dict[str, Any]) -> list[str]:
         f"(bandwidths and request rates x{k}, times /{k}).",
         *rate_scale_lines(st),
         BANDWIDTH_LINE,
-        repeats_line(setup.get("repeats", 1)),
+        repeats_line(setup.get("repeats", 1), runs),
     ]
 
 
@@ -194,7 +195,20 @@ BANDWIDTH_LINE = (
 )
 
 
-def repeats_line(n: int) -> str:
+def repeats_line(n: int, runs: dict[str, int] | None = None) -> str:
+    """How the intervals were drawn: N repeats were asked for, RUNS says how many each
+    configuration has (more where a later invocation added repeats to some)."""
+    counts = sorted(set((runs or {}).values()), reverse=True)
+    if len(counts) > 1:
+        groups = "; ".join(
+            f"{c} of {', '.join(k for k, v in (runs or {}).items() if v == c)}" for c in counts
+        )
+        return (
+            f"- Repeats: {groups}. A figure's interval in brackets is its 95% Student t "
+            "interval over its own runs, a ratio's is over the paired ratios of the runs both "
+            "configurations have (the first of each)."
+        )
+    n = counts[0] if counts else n
     if n > 1:
         return (
             f"- Repeats: {n} per configuration; a figure's interval in brackets is its 95% "
@@ -326,7 +340,10 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "",
         "## Setup",
         "",
-        *setup_lines(setup),
+        *setup_lines(
+            setup,
+            {e["measured_as"]: len(e.get("repeats") or [e]) for e in measured_entries(summary)},
+        ),
         f"- Workload: Table I, object sizes x{sc['size_scale']:g}, request counts "
         f"x{sc['count_scale']:g}: {ws['objects']} objects, {ws['bytes'] / MIB:,.0f} MiB PUT "
         f"({setup['bytes_per_device'] / MIB:,.0f} MiB per device with replicas), "

@@ -614,6 +614,17 @@ def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
     assert "every link shaped with tc, a queue of 10 ms each)" in text
 
 
+def test_the_report_counts_each_configurations_repeats() -> None:
+    from swift_dss.experiment.caching_report import repeats_line
+
+    assert "Repeats: 3 per configuration" in repeats_line(3, {"hdd": 3, "ssd": 3})
+    # More repeats of some configurations, added to a kept run: each count is stated.
+    mixed = repeats_line(6, {"hdd": 6, "ssd": 3, "dss@10%": 6})
+    assert "Repeats: 6 of hdd, dss@10%; 3 of ssd." in mixed
+    assert "per configuration" not in mixed
+    assert "bootstrap" in repeats_line(1, {"hdd": 1})
+
+
 def test_the_report_gives_a_cache_block_only_where_a_run_set_one() -> None:
     from swift_dss.experiment.caching_report import cache_block
 
