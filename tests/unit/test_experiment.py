@@ -32,6 +32,24 @@ def test_working_set_is_the_plans_puts_and_deterministic() -> None:
     assert a.per_device(2, 2) == a.bytes
 
 
+def test_a_larger_size_scale_draws_the_same_objects_each_larger() -> None:
+    from dataclasses import replace
+
+    at = {f: replace(scale.TESTBED_DEFAULT, size_scale=f) for f in (0.1, 0.25)}
+    assert at[0.1].max_object == 256 * scale.MIB
+    assert at[0.25].max_object == 640 * scale.MIB
+    sets = {
+        f: scale.working_set(
+            scale.split_containers(scale.seeded_workload(scale.paper_workload(s), s))[1]
+        )
+        for f, s in at.items()
+    }
+    # The VMDK stays in the draw: the byte mix is the same at both scales.
+    for kind, share in sets[0.1].mix().items():
+        assert abs(sets[0.25].mix()[kind] - share) < 0.01, kind
+    assert sets[0.25].largest > 2 * sets[0.1].largest
+
+
 def test_default_scale_keeps_most_bytes_in_few_large_objects() -> None:
     full = scale.seeded_workload(scale.paper_workload(scale.DEFAULT), scale.DEFAULT)
     w = scale.split_containers(full)[1]
