@@ -198,10 +198,11 @@ BANDWIDTH_LINE = (
 def repeats_line(n: int, runs: dict[str, int] | None = None) -> str:
     """How the intervals were drawn: N repeats were asked for, RUNS says how many each
     configuration has (more where a later invocation added repeats to some)."""
-    counts = sorted(set((runs or {}).values()), reverse=True)
+    runs = runs or {}
+    counts = sorted(set(runs.values()), reverse=True)
     if len(counts) > 1:
         groups = "; ".join(
-            f"{c} of {', '.join(k for k, v in (runs or {}).items() if v == c)}" for c in counts
+            f"{c} of {', '.join(k for k, v in runs.items() if v == c)}" for c in counts
         )
         return (
             f"- Repeats: {groups}. A figure's interval in brackets is its 95% Student t "

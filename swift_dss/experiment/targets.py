@@ -111,8 +111,7 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
     was = entry.get("testbed")
     if was is None:
         return
-    if was.get("settings"):
-        was = {**was, "settings": recorded_settings(was)}
+    was = as_measured(was)
     now = testbed.to_json()
     if was == now:
         return
@@ -124,13 +123,14 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
     refuse_kept(where, changed)
 
 
-def recorded_settings(testbed: dict[str, Any]) -> dict[str, Any]:
-    """A kept run's testbed settings as measured: a run from before the link queue was a
-    setting had the queue it had then, not today's default."""
-    settings = dict(testbed.get("settings") or {})
-    if settings and "link_queue_ms" not in settings:
-        settings["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
-    return settings
+def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
+    """A kept run's recorded TESTBED as it was measured: a run from before the link queue
+    was a setting had the queue it had then, not today's default."""
+    settings = testbed.get("settings")
+    if not settings or "link_queue_ms" in settings:
+        return testbed
+    queue = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
+    return {**testbed, "settings": {**settings, "link_queue_ms": queue}}
 
 
 def refuse_kept(where: Path, changed: list[str]) -> None:
