@@ -392,6 +392,7 @@ def setup_doc(w: Workload, ws: WorkingSet, scale: Scale, pcts: tuple[float, ...]
         },
         "working_set": ws.to_json(),
         "byte_mix_table_i": table_mix(w),
+        "byte_mix_table_i_types": table_mix(w, slices=False),
         "cache_bytes_per_device": {pct_label(p): cache_bytes(ws, scale, p) for p in pcts},
         "bytes_per_device": ws.per_device(scale.replicas, scale.devices),
         "machine": {"cpus": os.cpu_count(), "loadavg_at_start": list(os.getloadavg())},

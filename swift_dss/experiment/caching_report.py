@@ -306,14 +306,26 @@ def time_table(summary: dict[str, Any]) -> list[str]:
 
 
 def mix_table(setup: dict[str, Any]) -> list[str]:
-    run = setup["working_set"]["mix"]
-    table = setup["byte_mix_table_i"]
-    counts = setup["working_set"]["count_by_type"]
-    lines = ["| slice | objects | bytes in this run | Table I (expected) |", "|---|---:|---:|---:|"]
-    for k in sorted(table, key=lambda k: -table[k]):
-        lines.append(
-            f"| {k} | {counts.get(k, 0)} | {100 * run.get(k, 0):.1f}% | {100 * table[k]:.1f}% |"
+    """The run's byte mix beside Table I's, per Fig. 8 slice and, for runs that recorded
+    it, per Table I type (what the seed was chosen by)."""
+    ws = setup["working_set"]
+    tables = [("slice", ws["mix"], ws["count_by_type"], setup["byte_mix_table_i"])]
+    if "byte_mix_table_i_types" in setup:
+        tables.append(
+            ("type", ws["type_mix"], ws["count_by_object_type"], setup["byte_mix_table_i_types"])
         )
+    lines: list[str] = []
+    for kind, run, counts, table in tables:
+        if lines:
+            lines.append("")
+        lines += [
+            f"| {kind} | objects | bytes in this run | Table I (expected) |",
+            "|---|---:|---:|---:|",
+        ]
+        for k in sorted(table, key=lambda k: -table[k]):
+            lines.append(
+                f"| {k} | {counts.get(k, 0)} | {100 * run.get(k, 0):.1f}% | {100 * table[k]:.1f}% |"
+            )
     return lines
 
 

@@ -62,8 +62,23 @@ def test_default_scale_keeps_most_bytes_in_few_large_objects() -> None:
     assert abs(sum(expected.values()) - 1) < 1e-9
 
 
+def test_the_testbed_default_draws_table_i_by_type_with_several_vmdks() -> None:
+    s = scale.TESTBED_DEFAULT
+    w = scale.split_containers(scale.seeded_workload(scale.paper_workload(s), s))[1]
+    ws = scale.working_set(w)
+    expected = scale.table_mix(w, slices=False)
+    assert expected["VMDK"] == pytest.approx(0.75, abs=0.01)
+    assert ws.count_by_object_type["VMDK"] >= 2
+    assert abs(ws.type_mix()["VMDK"] - expected["VMDK"]) < 0.05
+    # No large video stands in for the VMDK bytes, and no one object carries half the run.
+    assert abs(ws.type_mix()["Video"] - expected["Video"]) < 0.02
+    assert ws.largest < ws.bytes / 2
+    assert sum(ws.by_object_type.values()) == ws.bytes
+    assert sum(ws.count_by_object_type.values()) == sum(ws.count_by_type.values())
+
+
 def ws_of(mix: dict[str, int], largest: int) -> scale.WorkingSet:
-    return scale.WorkingSet(len(mix), sum(mix.values()), mix, {}, 0, largest)
+    return scale.WorkingSet(len(mix), sum(mix.values()), {}, {}, 0, largest, mix)
 
 
 def test_mix_distance() -> None:
@@ -289,6 +304,8 @@ def test_summary_and_report_from_recorded_entries(tmp_path: Path) -> None:
     path = write_report(tmp_path, doc)
     text = path.read_text()
     assert "Fig. 7" in text and "Fig. 8" in text and "Fig. 9" in text
+    vmdk = f"| VMDK | {ws.count_by_object_type.get('VMDK', 0)} | "
+    assert "| type | objects |" in text and vmdk in text
     for png in ("fig7.png", "fig8.png", "fig9.png"):
         assert (tmp_path / png).stat().st_size > 1000
 
