@@ -63,13 +63,13 @@ class Scale:
 
 DEFAULT = Scale()
 #: The emulated testbed's run of record: 1,040 PUTs and 4,000 GETs (399 MiB, 11 objects
-#: over 10 MiB at full size, two of them VMDKs carrying 71% of the bytes), one run of each configuration with per-request bootstrap intervals
-#: (bootstrap.py). Dilated K = 2 times with byte rates scaled as the object sizes, one
-#: configuration takes 4-9 minutes here (docs/experiments.md). The servers' workers are
-#: the testbed's (TestbedSettings and the experiment's defaults); the client's idle limit
-#: per request is Swift's own client_timeout, 60 s, before dilation: a request that the
-#: paper's testbed left without a byte moved for that long counts as failed, as in its
-#: Fig. 7(c).
+#: over 10 MiB at full size, two of them VMDKs carrying 71% of the bytes), one run of
+#: each configuration with per-request bootstrap intervals (bootstrap.py). Dilated K = 2
+#: times with byte rates scaled as the object sizes, one configuration takes 4-9 minutes
+#: here (docs/experiments.md). The servers' workers are the testbed's (TestbedSettings
+#: and the experiment's defaults); the client's idle limit per request is Swift's own
+#: client_timeout, 60 s, before dilation: a request that the paper's testbed left without
+#: a byte moved for that long counts as failed, as in its Fig. 7(c).
 TESTBED_DEFAULT = Scale(count_scale=0.04, timeout=60.0, seeds=50)
 #: Runs per configuration on the testbed. One run of 5,040 requests takes about as long as
 #: three of 1,260 and no single object decides it; its intervals come from its own
