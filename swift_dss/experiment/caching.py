@@ -281,13 +281,25 @@ def device_phases(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def check_measured(entry: dict[str, Any], testbed: Testbed, scale: Scale, where: Path) -> None:
-    """Refuse to mix a run measured on another testbed, or with another cache block, into
-    this one's summary."""
+def check_measured(
+    entry: dict[str, Any], testbed: Testbed, scale: Scale, where: Path, seed: int
+) -> None:
+    """Refuse to mix a run measured on another testbed, with another cache block or on
+    another draw (SEED: this run's) into this one's summary: a ratio pairs two runs'
+    requests by their objects."""
     check_kept(entry, testbed, where)
     was, now = entry.get("cache_block"), scale.cache_block
     if was != now:
         refuse_kept(where, [f"cache block {was or 'of its policy'} (now {now or 'of its policy'})"])
+    drawn = kept_seed(where.parent)
+    if drawn is not None and drawn != seed:
+        refuse_kept(where, [f"the workload's seed {drawn} (now {seed})"])
+
+
+def kept_seed(run_dir: Path) -> int | None:
+    """The seed a kept run's load generator drew its plan with, None if it has no record."""
+    results = run_dir / "loadgen" / "results.json"
+    return json.loads(results.read_text()).get("seed") if results.exists() else None
 
 
 def kept_recorder(run_dir: Path) -> Recorder | None:
@@ -332,7 +344,7 @@ def caching(
         if run_nothing:
             continue
         if done.exists() and not force:
-            check_measured(json.loads(done.read_text()), testbed, scale, done)
+            check_measured(json.loads(done.read_text()), testbed, scale, done, w.seed)
             console.print(f"[{n}/{len(todo)}] {cfg.key} #{rep}: done before, kept ({done})")
             continue
         done.unlink(missing_ok=True)
@@ -362,7 +374,7 @@ def caching(
         recorders = [kept_recorder(done.parent) for done in kept_files]
         for done, recorder in zip(kept_files, recorders, strict=True):
             kept = refreshed(json.loads(done.read_text()), recorder)
-            check_measured(kept, testbed, scale, done)
+            check_measured(kept, testbed, scale, done, w.seed)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests
             samples[cfg.key] = bootstrap.samples(recorders[0]) if recorders[0] else {}

@@ -553,14 +553,29 @@ def test_a_kept_run_must_have_the_same_cache_block(tmp_path: Path) -> None:
     from swift_dss.experiment.targets import Testbed
 
     where, saio = tmp_path / "entry.json", Testbed()
-    caching.check_measured({}, saio, TINY, where)  # entries from before the block was recorded
-    caching.check_measured({"cache_block": 512}, saio, replace(TINY, cache_block=512), where)
+    check = caching.check_measured
+    check({}, saio, TINY, where, 1)  # entries from before the block was recorded
+    check({"cache_block": 512}, saio, replace(TINY, cache_block=512), where, 1)
     with pytest.raises(ExperimentError, match=r"cache block 512 \(now of its policy\)"):
-        caching.check_measured({"cache_block": 512}, saio, TINY, where)
+        check({"cache_block": 512}, saio, TINY, where, 1)
     with pytest.raises(ExperimentError, match=r"cache block of its policy \(now 1024\)"):
-        caching.check_measured({"cache_block": None}, saio, replace(TINY, cache_block=1024), where)
+        check({"cache_block": None}, saio, replace(TINY, cache_block=1024), where, 1)
     with pytest.raises(ExperimentError, match=r"testbed netns \(now saio\)"):
-        caching.check_measured({"testbed": Testbed("netns").to_json()}, saio, TINY, where)
+        check({"testbed": Testbed("netns").to_json()}, saio, TINY, where, 1)
+
+
+def test_a_kept_run_must_have_drawn_the_same_plan(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed
+
+    where = tmp_path / "r1" / "entry.json"
+    caching.check_measured({}, Testbed(), TINY, where, 2047)  # no load generator record
+    (tmp_path / "r1" / "loadgen").mkdir(parents=True)
+    (tmp_path / "r1" / "loadgen" / "results.json").write_text(json.dumps({"seed": 2029}))
+    assert caching.kept_seed(where.parent) == 2029
+    caching.check_measured({}, Testbed(), TINY, where, 2029)
+    with pytest.raises(ExperimentError, match=r"the workload's seed 2029 \(now 2047\)"):
+        caching.check_measured({}, Testbed(), TINY, where, 2047)
 
 
 def test_the_traffic_study_is_dilated_more_than_the_caching_experiment() -> None:
