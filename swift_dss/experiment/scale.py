@@ -125,11 +125,14 @@ class WorkingSet:
 
     def mix(self) -> dict[str, float]:
         """Bytes per Fig. 8 slice, as shares."""
-        return {k: v / self.bytes for k, v in self.by_type.items()} if self.bytes else {}
+        return self._shares(self.by_type)
 
     def type_mix(self) -> dict[str, float]:
         """Bytes per Table I type, as shares."""
-        return {k: v / self.bytes for k, v in self.by_object_type.items()} if self.bytes else {}
+        return self._shares(self.by_object_type)
+
+    def _shares(self, nbytes: dict[str, int]) -> dict[str, float]:
+        return {k: v / self.bytes for k, v in nbytes.items()} if self.bytes else {}
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "mix": self.mix(), "type_mix": self.type_mix()}
