@@ -14,6 +14,7 @@ from swift_dss.deploy.inventory import InventoryError, load_inventory
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
 from swift_dss.deploy.netns import NetnsError
 from swift_dss.deploy.saio import TIER_MODES, SaioError
+from swift_dss.testbed import congestion
 from swift_dss.testbed.settings import TestbedSettings
 
 DEFAULT_DIR = Path("run/local-cluster")
@@ -135,6 +136,10 @@ def local_cluster() -> None:
     type=float,
     help="[testbed] Each link's queue, in emulated milliseconds (times K on the veths).  [10]",
 )
+@click.option(
+    "--tcp-congestion",
+    help="[testbed] Every node's TCP congestion control, e.g. cubic.  [the host's]",
+)
 @one_line_errors(*EXPECTED)
 def up(
     dir_: Path,
@@ -151,6 +156,10 @@ def up(
     if given and not testbed:
         flag = "--" + next(iter(given)).replace("_", "-")
         raise click.UsageError(f"{flag} is a testbed setting: add --testbed")
+    try:
+        congestion.check(given.get("tcp_congestion", congestion.HOST_DEFAULT))
+    except congestion.CongestionError as err:
+        raise click.BadParameter(str(err), param_hint="--tcp-congestion") from None
     cfg = LocalClusterConfig(
         dir=dir_,
         nodes=nodes,

@@ -63,7 +63,7 @@ from swift_dss.deploy.probes import free_ports, http, rss_kib, tcp_answers
 from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
 from swift_dss.deploy.swift_config import current_user
-from swift_dss.testbed import shaping
+from swift_dss.testbed import congestion, shaping
 from swift_dss.testbed.settings import ROLES
 
 STATE_FILE = "local-cluster.json"
@@ -207,6 +207,10 @@ class LocalCluster(NodeDevices, TestbedNodes):
                 tiers.append(tier)
         if self.cfg.testbed is not None:
             shaping.apply(self.links())
+            try:
+                congestion.apply(self.net.namespaces(), self.cfg.testbed.tcp_congestion)
+            except congestion.CongestionError as err:
+                raise ClusterError(str(err)) from None
         for mount in tiers:
             wait_tier_mounted(mount)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConfig
 from swift_dss.deploy.netns import Network
-from swift_dss.testbed import netexec, shaping
+from swift_dss.testbed import congestion, netexec, shaping
 
 
 class TestbedNodes:
@@ -64,4 +64,5 @@ class TestbedNodes:
             },
             "workers": {"proxy": tb.proxy_workers, "servers": tb.server_workers},
             "tier_models": list(tb.models()),
+            "tcp_congestion": congestion.effective(tb.tcp_congestion),
         }

@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from swift_dss.testbed import shaping
+from swift_dss.testbed import congestion, shaping
 from swift_dss.testbed.settings import ROLES, TestbedSettings
 from swift_dss.testbed.shaping import Link
 
@@ -144,6 +144,7 @@ class Network:
             self.make_node(node)
         links = self.testbed_links(settings, nodes)
         shaping.apply(links)
+        congestion.apply(self.namespaces(), settings.tcp_congestion)
         return links
 
     def exec_prefix(self, node: int) -> list[str]:

@@ -134,7 +134,8 @@ def setup_lines(setup: dict[str, Any], runs: dict[str, int] | None = None) -> li
     return [
         f"- Cluster: the paper's testbed emulated: a client node and a proxy node on "
         f"{st['client_rate']} / {st['proxy_rate']} links, {sc['devices']} storage nodes on "
-        f"{st['storage_rate']} each (every link shaped with tc{link_queue(st)}), each "
+        f"{st['storage_rate']} each (every link shaped with tc{link_queue(st)}; "
+        f"{tcp_congestion(st)}), each "
         "storage node with its "
         f"own account, container and object servers over its own dss-tier (SSD model "
         f"{st['ssd_model']}, HDD model {st['hdd_model']}); {sc['replicas']} replicas, "
@@ -155,6 +156,12 @@ def link_queue(settings: dict[str, Any]) -> str:
     """The links' queue, where the setup records one."""
     queue = settings.get("link_queue_ms")
     return f", a queue of {queue:g} ms each" if queue else ""
+
+
+def tcp_congestion(settings: dict[str, Any]) -> str:
+    """The nodes' TCP congestion control as the setup records it."""
+    name = settings.get("tcp_congestion")
+    return f"TCP {name}" if name else "TCP the host's default"
 
 
 def cache_block(scale: dict[str, Any]) -> str:

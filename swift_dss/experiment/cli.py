@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
+from swift_dss.testbed import congestion
 from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
 
 if TYPE_CHECKING:
@@ -92,13 +93,14 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
         rate_scale = kwargs.pop("rate_scale")
         models = {
-            m: kwargs.pop(m) for m in ("ssd_model", "hdd_model", "meta_memory", "link_queue_ms")
+            m: kwargs.pop(m)
+            for m in ("ssd_model", "hdd_model", "meta_memory", "link_queue_ms", "tcp_congestion")
         }
         models = {m: spec for m, spec in models.items() if spec is not None}
         if kind == "saio" and (k is not None or rate_scale is not None or models):
             raise click.BadParameter(
-                "--dilation, --rate-scale, --ssd-model, --hdd-model, --meta-memory and "
-                "--link-queue-ms are the emulated testbed's (netns)"
+                "--dilation, --rate-scale, --ssd-model, --hdd-model, --meta-memory, "
+                "--link-queue-ms and --tcp-congestion are the emulated testbed's (netns)"
             )
         settings = None
         if kind == "netns":
@@ -118,7 +120,8 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             )
             try:
                 settings.validate()
-            except ValueError as err:
+                congestion.check(settings.tcp_congestion)
+            except (ValueError, congestion.CongestionError) as err:
                 raise click.BadParameter(str(err)) from err
         return f(*args, testbed=Testbed(kind, settings), **kwargs)
 
@@ -142,6 +145,12 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         default=None,
         help="each link's queue in the emulated testbed's milliseconds (tc's tbf latency, "
         f"times K on the veths)  [default: {TestbedSettings.link_queue_ms:g}]",
+    )(with_testbed)
+    with_testbed = click.option(
+        "--tcp-congestion",
+        default=None,
+        help="every node's TCP congestion control (cubic: the paper's kernel's and "
+        "Debian's default), or '' for the host's  [default: the host's]",
     )(with_testbed)
     with_testbed = click.option(
         "--meta-memory",

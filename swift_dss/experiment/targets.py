@@ -32,7 +32,7 @@ from swift_dss.experiment.cluster import (
 from swift_dss.loadgen import remote, runner
 from swift_dss.loadgen.protocols import Protocol
 from swift_dss.loadgen.workload import Workload
-from swift_dss.testbed import utilisation
+from swift_dss.testbed import congestion, utilisation
 from swift_dss.testbed.settings import (
     PAPER_SERVER_WORKERS,
     TESTBED_HDD,
@@ -125,12 +125,15 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
 
 def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
     """A kept run's recorded TESTBED as it was measured: a run from before the link queue
-    was a setting had the queue it had then, not today's default."""
+    was a setting had the queue it had then, not today's default, and one from before the
+    congestion control was a setting had the host's."""
     settings = testbed.get("settings")
-    if not settings or "link_queue_ms" in settings:
+    if not settings:
         return testbed
-    queue = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
-    return {**testbed, "settings": {**settings, "link_queue_ms": queue}}
+    unrecorded: dict[str, Any] = {"tcp_congestion": congestion.HOST_DEFAULT}
+    if "link_queue_ms" not in settings:
+        unrecorded["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
+    return {**testbed, "settings": {**unrecorded, **settings}}
 
 
 def refuse_kept(where: Path, changed: list[str]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swift_dss.testbed.congestion import name_error
 from swift_dss.testbed.dilation import Dilation, DilationError, with_override
 from swift_dss.testbed.shaping import ShapingError, parse_rate
 from swift_dss.tierctl.options import meta_memory_error, model_error
@@ -103,6 +104,9 @@ class TestbedSettings:
     #: Each link's queue, in the emulated testbed's milliseconds (tc's tbf `latency`, times
     #: K on the veths): how long a saturated link's queue grows before it drops.
     link_queue_ms: float = 10.0
+    #: Every node's TCP congestion control (swift_dss.testbed.congestion); empty: the
+    #: host's default, whatever that is.
+    tcp_congestion: str = ""
 
     def validate(self) -> None:
         scale = self.rate_scale
@@ -131,6 +135,8 @@ class TestbedSettings:
             raise TestbedError(
                 f"link_queue_ms must be more than 0 and at most {MAX_LINK_QUEUE_MS}, not {queue!r}"
             )
+        if reason := name_error(self.tcp_congestion):
+            raise TestbedError(reason)
 
     @property
     def dilated(self) -> Dilation:

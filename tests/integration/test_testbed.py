@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from swift_dss.bench.links import transfer
 from swift_dss.deploy.deploy_cli import deploy, describe
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.netns import Network
-from swift_dss.testbed import shaping
+from swift_dss.testbed import congestion, shaping
 from swift_dss.testbed.settings import TestbedSettings
 
 pytestmark = pytest.mark.integration
@@ -64,6 +65,29 @@ def test_links_are_shaped_and_torn_down(net: Network) -> None:
     assert slow_rate < fast_rate / 2
     assert net.remove() == []
     assert leftovers(net) == []
+
+
+#: A new connection's algorithm, read in the namespace it is made in.
+SOCKET_CC = (
+    "import socket; s = socket.socket(); "
+    "print(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b'\\0').decode())"
+)
+
+
+def test_every_node_connects_with_the_set_congestion_control(net: Network) -> None:
+    host = congestion.host_default()
+    name = next(cc for cc in ("cubic", "reno") if cc != host)
+    net.make_testbed(TestbedSettings(tcp_congestion=name), 2)
+    namespaces = net.namespaces()
+    assert len(namespaces) == 4
+    for ns in namespaces:
+        out = subprocess.run(
+            ["ip", "netns", "exec", ns, sys.executable, "-c", SOCKET_CC],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert out.stdout.strip() == name, ns
+    # The host's own connections keep its default.
+    assert congestion.host_default() == host
 
 
 def test_down_cleans_up_a_crashed_testbed(tmp_path: Path) -> None:

@@ -484,6 +484,9 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--testbed", "vm"], "--testbed"),
         (["--repeats", "0"], "--repeats"),
         (["--link-queue-ms", "0"], "link_queue_ms must be more than 0 and at most 10000"),
+        (["--tcp-congestion", "Cubic"], "is not a congestion control name"),
+        (["--tcp-congestion", "nosuchcc"], "'nosuchcc' is not available on this host"),
+        (["--testbed", "saio", "--tcp-congestion", "cubic"], "are the emulated testbed's"),
         (["--cache-block", "3000"], "expected `scaled` or a power of two"),
         (["--cache-block", "256"], "expected `scaled` or a power of two"),
         (["--cache-block", "4k"], "expected `scaled` or a power of two"),
@@ -548,6 +551,20 @@ def test_a_kept_run_without_a_recorded_queue_had_twenty_real_milliseconds(
         check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4)), where)
 
 
+def test_a_kept_run_without_a_recorded_congestion_control_had_the_hosts(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    tb = Testbed("netns", TestbedSettings(dilation=2)).to_json()
+    del tb["settings"]["tcp_congestion"]
+    where = tmp_path / "entry.json"
+    check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=2)), where)
+    cubic = Testbed("netns", TestbedSettings(dilation=2, tcp_congestion="cubic"))
+    with pytest.raises(ExperimentError, match=r"tcp_congestion  \(now cubic\)"):
+        check_kept({"testbed": tb}, cubic, where)
+
+
 def test_a_kept_run_must_have_the_same_cache_block(tmp_path: Path) -> None:
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.targets import Testbed
@@ -610,7 +627,7 @@ def test_the_testbeds_device_models_are_settings(tmp_path: Path) -> None:
     bad = CliRunner().invoke(experiment, [*args, "--meta-memory", "much"])
     assert bad.exit_code == 2 and "metadata memory 'much'" in bad.output
     saio = CliRunner().invoke(experiment, [*args, "--testbed", "saio", "--meta-memory", "0"])
-    assert saio.exit_code == 2 and "--link-queue-ms are the emulated testbed's" in saio.output
+    assert saio.exit_code == 2 and "--tcp-congestion are the emulated testbed's" in saio.output
 
 
 def test_the_printed_summary_names_a_cpu_bound_reference_configuration() -> None:
@@ -660,7 +677,9 @@ def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
     }
     text = "\n".join(setup_lines(setup))
     assert "the client's idle limit per request 60 s (no byte moved)" in text
-    assert "every link shaped with tc, a queue of 10 ms each)" in text
+    assert "every link shaped with tc, a queue of 10 ms each; TCP the host's default)" in text
+    setup["testbed"]["settings"]["tcp_congestion"] = "cubic"  # type: ignore[index]
+    assert "a queue of 10 ms each; TCP cubic)" in "\n".join(setup_lines(setup))
 
 
 def test_the_report_counts_each_configurations_repeats() -> None:

@@ -128,6 +128,9 @@ def test_settings_dilate_timeouts_and_models() -> None:
         ({"link_queue_ms": 0}, "link_queue_ms"),
         ({"link_queue_ms": 20_000}, "link_queue_ms"),
         ({"link_queue_ms": "long"}, "link_queue_ms"),
+        ({"tcp_congestion": "CUBIC"}, "tcp_congestion"),
+        ({"tcp_congestion": "cubic; reboot"}, "tcp_congestion"),
+        ({"tcp_congestion": None}, "tcp_congestion"),
     ],
 )
 def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> None:
