@@ -15,6 +15,11 @@ over 1500-byte Ethernet frames carries 1448 of every 1538 bytes on a real wire (
 charges the 24 bytes of per-frame overhead once per segmentation-offloaded packet, not once
 per frame, so a shaped veth that delivers its rate measures 1448/1514, 0.956: 1.6% more
 payload than the real link.
+
+Last, at the caching experiment's rates, how long a reply from a storage node waits in its
+link's queue while bulk connections from the node fill it, under each TCP congestion
+control the kernel has (cubic, bbr) side by side with the host's default: the queue a
+busy node's responses wait in, which the senders' algorithm decides (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -24,13 +29,14 @@ import socket
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from swift_dss.bench.report import Figure
 from swift_dss.deploy.netns import Network
 from swift_dss.experiment.scale import TESTBED_DEFAULT
 from swift_dss.experiment.targets import CACHING_TESTBED, TRAFFIC_TESTBED, TestbedDefaults
-from swift_dss.testbed import netexec, shaping
+from swift_dss.testbed import congestion, netexec, shaping
 from swift_dss.testbed.settings import TestbedSettings
 
 PORT = 5201
@@ -41,6 +47,13 @@ NODES = 4
 #: run's own ramp-up and a loaded machine.
 GOAL = 0.85
 _CHUNK = 1 << 20
+#: The queue measurement: bulk connections filling a storage node's link (a node serving
+#: as many GETs at once), how long they run before and while replies are timed.
+QUEUE_FLOWS = 8
+QUEUE_SETTLE = 2.0
+QUEUE_SECONDS = 5.0
+#: The congestion controls whose queues are set side by side with the host's.
+CONTROLS = ("cubic", "bbr")
 
 
 def receive(address: str, port: int, timeout: float) -> dict[str, float]:
@@ -60,17 +73,21 @@ def receive(address: str, port: int, timeout: float) -> dict[str, float]:
     return {"bytes": total, "seconds": time.monotonic() - first}
 
 
-def send(address: str, port: int, seconds: float) -> int:
-    """Send to ADDRESS:PORT for SECONDS (once it listens); return the bytes sent."""
+def connect(address: str, port: int) -> socket.socket:
+    """A connection to ADDRESS:PORT, once its listener (started alongside) is up."""
     deadline = time.monotonic() + 10
     while True:
         try:
-            conn = socket.create_connection((address, port), timeout=10)
-            break
+            return socket.create_connection((address, port), timeout=10)
         except ConnectionRefusedError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def send(address: str, port: int, seconds: float) -> int:
+    """Send to ADDRESS:PORT for SECONDS (once it listens); return the bytes sent."""
+    conn = connect(address, port)
     data = bytes(_CHUNK)
     sent = 0
     with conn:
@@ -153,6 +170,111 @@ def measure(
     return figures
 
 
+def sink(address: str, port: int, flows: int, timeout: float) -> int:
+    """Accept FLOWS connections on ADDRESS:PORT and read each to its end; the bytes read."""
+    with socket.create_server((address, port), backlog=flows) as server:
+        server.settimeout(timeout)
+        conns = [server.accept()[0] for _ in range(flows)]
+    with ThreadPoolExecutor(flows) as pool:
+        return sum(pool.map(lambda c: _drain(c, timeout), conns))
+
+
+def _drain(conn: socket.socket, timeout: float) -> int:
+    buf, total = bytearray(_CHUNK), 0
+    with conn:
+        conn.settimeout(timeout)
+        while n := conn.recv_into(buf):
+            total += n
+    return total
+
+
+def answer_while_sending(
+    address: str, port: int, flows: int, seconds: float, own: str, echo_port: int
+) -> int:
+    """Answer every byte received on OWN:ECHO_PORT with one byte, while FLOWS connections
+    send to ADDRESS:PORT for SECONDS; the bytes they sent."""
+    server = socket.create_server((own, echo_port))
+    server.settimeout(seconds + 10)
+
+    def echo() -> None:
+        with contextlib.suppress(OSError), server.accept()[0] as conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while conn.recv(1):
+                conn.sendall(b"r")
+
+    with server, ThreadPoolExecutor(flows + 1) as pool:
+        pool.submit(echo)
+        return sum(pool.map(lambda _: send(address, port, seconds), range(flows)))
+
+
+def reply_times(address: str, port: int, settle: float, seconds: float) -> list[float]:
+    """Milliseconds each one-byte request to ADDRESS:PORT waited for its reply, over one
+    connection, every 20 ms for SECONDS once the senders have had SETTLE seconds."""
+    conn = connect(address, port)
+    times = []
+    with conn:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        time.sleep(settle)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            start = time.monotonic()
+            conn.sendall(b"q")
+            conn.recv(1)
+            times.append((time.monotonic() - start) * 1000)
+            time.sleep(0.02)
+    return times
+
+
+def queue_delay(net: Network, settings: TestbedSettings, seconds: float) -> float:
+    """Median milliseconds (the emulated testbed's) a reply from storage node 1 waits in
+    its link's queue while QUEUE_FLOWS bulk connections from it fill that link."""
+    node, client = net.namespace(1), net.role_namespace("client")
+    node_addr, client_addr = Network.address(1), Network.role_address("client")
+    receiver = netexec.spawn(
+        client, "swift_dss.bench.links:sink", client_addr, PORT, QUEUE_FLOWS, seconds + 60
+    )
+    sender = netexec.spawn(
+        node, "swift_dss.bench.links:answer_while_sending",
+        client_addr, PORT, QUEUE_FLOWS, seconds + QUEUE_SETTLE, node_addr, PORT + 1,
+    )  # fmt: skip
+    try:
+        times = netexec.call(
+            client, "swift_dss.bench.links:reply_times", node_addr, PORT + 1, QUEUE_SETTLE,
+            seconds, timeout=seconds + 60,
+        )  # fmt: skip
+        netexec.result(sender, seconds + 60)
+        netexec.result(receiver, 60)
+    finally:
+        for proc in (sender, receiver):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return statistics.median(times) / settings.dilation
+
+
+def measure_queues(net: Network, seconds: float, progress: Callable[[str], None]) -> list[Figure]:
+    """The caching experiment's storage link under load, its queue filled by each
+    congestion control this kernel has of CONTROLS, against the host's default."""
+    settings = experiment_settings(CACHING_TESTBED)
+    shaping.apply(net.testbed_links(settings, NODES))
+    host = congestion.host_default()
+    have = congestion.available()
+    delays = {}
+    for name in [host, *(cc for cc in CONTROLS if cc in have and cc != host)]:
+        congestion.apply(net.namespaces(), name)
+        delays[name] = queue_delay(net, settings, seconds)
+        progress(
+            f"caching s1>client, {QUEUE_FLOWS} flows, TCP {name}: a reply waits "
+            f"{delays[name]:.1f} ms (the link's queue {settings.link_queue_ms:g} ms)"
+        )
+    label = f"caching s1>client queue delay, {QUEUE_FLOWS} flows"
+    return [
+        Figure(f"{label}, TCP {name} / {host} (the host's)", ms, delays[host], "ms")
+        for name, ms in delays.items()
+        if name != host
+    ]
+
+
 def run(out: Path, rounds: int = 1, progress: Callable[[str], None] = print) -> list[Figure]:
     out.mkdir(parents=True, exist_ok=True)
     net = Network.for_dir(out)
@@ -162,6 +284,7 @@ def run(out: Path, rounds: int = 1, progress: Callable[[str], None] = print) -> 
         net.make_testbed(TestbedSettings(), NODES)
         for label, settings in settings_measured():
             figures += measure(net, label, settings, rounds, SECONDS, progress)
+        figures += measure_queues(net, QUEUE_SECONDS, progress)
     finally:
         with contextlib.suppress(Exception):
             left = net.remove()
