@@ -135,7 +135,7 @@ def setup_lines(setup: dict[str, Any], runs: dict[str, int] | None = None) -> li
         f"- Cluster: the paper's testbed emulated: a client node and a proxy node on "
         f"{st['client_rate']} / {st['proxy_rate']} links, {sc['devices']} storage nodes on "
         f"{st['storage_rate']} each (every link shaped with tc{link_queue(st)}; "
-        f"{tcp_congestion(st)}), each "
+        f"{tcp_congestion(st, setup.get('tcp', []))}), each "
         "storage node with its "
         f"own account, container and object servers over its own dss-tier (SSD model "
         f"{st['ssd_model']}, HDD model {st['hdd_model']}); {sc['replicas']} replicas, "
@@ -158,10 +158,12 @@ def link_queue(settings: dict[str, Any]) -> str:
     return f", a queue of {queue:g} ms each" if queue else ""
 
 
-def tcp_congestion(settings: dict[str, Any]) -> str:
-    """The nodes' TCP congestion control as the setup records it."""
-    name = settings.get("tcp_congestion")
-    return f"TCP {name}" if name else "TCP the host's default"
+def tcp_congestion(settings: dict[str, Any], ran: list[str]) -> str:
+    """The nodes' TCP congestion control: the setting, or the host's default and what
+    the runs record it was (RAN; runs from before they recorded it: nothing)."""
+    if name := settings.get("tcp_congestion"):
+        return f"TCP {name}"
+    return f"TCP {', '.join(ran)} (the host's default)" if ran else "TCP the host's default"
 
 
 def cache_block(scale: dict[str, Any]) -> str:

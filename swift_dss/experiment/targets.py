@@ -98,6 +98,13 @@ class Testbed:
     def rate_scale(self) -> float:
         return self.settings.rate_scale if self.settings is not None else 1.0
 
+    def tcp(self) -> dict[str, str]:
+        """A run entry's record of the TCP congestion control its nodes ran (the setting
+        may leave it to the host), nothing on the all-in-one cluster."""
+        if self.settings is None:
+            return {}
+        return {"tcp": congestion.effective(self.settings.tcp_congestion)}
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "dilation": self.dilation}
         if self.settings is not None:
@@ -111,6 +118,9 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
     was = entry.get("testbed")
     if was is None:
         return
+    ran, runs = entry.get("tcp"), testbed.tcp().get("tcp")
+    if ran and runs and ran != runs:
+        refuse_kept(where, [f"TCP {ran} (now {runs})"])
     was = as_measured(was)
     now = testbed.to_json()
     if was == now:

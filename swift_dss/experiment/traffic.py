@@ -305,6 +305,7 @@ def run_one(
         "failures_all_phases": sum(s["failures_all_phases"] for s in streams.values()),
         "devices": devices,
         "testbed": testbed.to_json(),
+        **testbed.tcp(),
         "utilisation": usage,
         "cpu_bound": bool(usage["run"]["cpu_bound"]),
         "loadavg_before": [round(x, 2) for x in load_before],

@@ -565,6 +565,26 @@ def test_a_kept_run_without_a_recorded_congestion_control_had_the_hosts(tmp_path
         check_kept({"testbed": tb}, cubic, where)
 
 
+def test_a_kept_run_on_another_hosts_congestion_control_is_refused(tmp_path: Path) -> None:
+    """With the setting left to the host, what a run's nodes ran is in its entry: a host
+    whose default has changed since does not mix its runs with the kept ones."""
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed import congestion
+    from swift_dss.testbed.settings import TestbedSettings
+
+    now = Testbed("netns", TestbedSettings(dilation=2))
+    assert now.tcp() == {"tcp": congestion.host_default()}
+    assert Testbed().tcp() == {}
+    entry = {"testbed": now.to_json(), **now.tcp()}
+    where = tmp_path / "entry.json"
+    check_kept(entry, now, where)
+    other = next(cc for cc in ("cubic", "reno") if cc != congestion.host_default())
+    with pytest.raises(ExperimentError, match=rf"TCP {other} \(now {now.tcp()['tcp']}\)"):
+        check_kept({**entry, "tcp": other}, now, where)
+    check_kept({"testbed": now.to_json()}, now, where)  # entries from before the record
+
+
 def test_a_kept_run_must_have_the_same_cache_block(tmp_path: Path) -> None:
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.targets import Testbed
@@ -678,6 +698,8 @@ def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
     text = "\n".join(setup_lines(setup))
     assert "the client's idle limit per request 60 s (no byte moved)" in text
     assert "every link shaped with tc, a queue of 10 ms each; TCP the host's default)" in text
+    setup["tcp"] = ["bbr"]
+    assert "a queue of 10 ms each; TCP bbr (the host's default))" in "\n".join(setup_lines(setup))
     setup["testbed"]["settings"]["tcp_congestion"] = "cubic"  # type: ignore[index]
     assert "a queue of 10 ms each; TCP cubic)" in "\n".join(setup_lines(setup))
 
