@@ -239,8 +239,8 @@ class NetnsTarget(Target):
         nodes = self.cluster.node_pids()
         if self.client_pid is not None:
             nodes["client"] = [self.client_pid]
-        veths = {link.name: link.outer for link in self.cluster.links()}
-        return utilisation.sample(nodes, veths)
+        links = self.cluster.links()
+        return utilisation.sample(nodes, {link.name: link.outer for link in links}, links)
 
     def work(self, w, proto, t0, on_phase, tick, log):  # type: ignore[no-untyped-def]
         def started(pid: int) -> None:

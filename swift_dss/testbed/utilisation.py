@@ -18,12 +18,17 @@ measured, and a larger time dilation factor (or more workers) is the remedy.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from swift_dss.testbed import netexec
+from swift_dss.testbed.shaping import Link
 
 #: The machine counts as saturated above this share of all its cores: with every core that
 #: busy, runnable processes queue for one and the queueing, not the emulated hardware,
@@ -31,6 +36,10 @@ from typing import Any
 MACHINE_BOUND = 0.75
 #: A process counts as saturated above this share of one core.
 PROCESS_BOUND = 0.90
+#: TCP counters each node's kernel keeps, by the name a phase's usage gives them: segments
+#: sent again, and retransmission timeouts, each of which stalls its connection for at
+#: least the minimum RTO (200 ms of real time; a lost SYN, 1 s).
+TCP_COUNTERS = {"retransmits": ("Tcp", "RetransSegs"), "timeouts": ("TcpExt", "TCPTimeouts")}
 #: A link counts as the bottleneck above this share of its rate (TCP and Ethernet framing
 #: carry 1448 payload bytes of every 1538 on the wire, 0.94).
 LINK_BOUND = 0.80
@@ -45,6 +54,8 @@ class Sample:
     machine_total_s: float
     #: link -> (bytes out of the node, bytes into it)
     links: Mapping[str, tuple[int, int]]
+    #: node -> its TCP counters and its link's drops so far (`net_counters`)
+    net: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -60,9 +71,12 @@ class Usage:
     links: dict[str, float]
     cpu_bound: bool = False
     why: list[str] = field(default_factory=list)
+    #: node -> what its TCP counters and its link's drops added in the phase
+    net: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"tcp": self.net} if self.net else {}),
             "seconds": round(self.seconds, 3),
             "cores": self.cores,
             "machine_cpu": round(self.machine, 3),
@@ -119,8 +133,49 @@ def link_bytes(veth: str) -> tuple[int, int]:
     return rx, tx
 
 
-def sample(nodes: Mapping[str, Iterable[int]], veths: Mapping[str, str]) -> Sample:
-    """NODES: node -> its pids; VETHS: link name -> the root namespace end of its veth."""
+def parse_tcp_counters(text: str) -> dict[str, int]:
+    """TCP_COUNTERS from the text of /proc/net/snmp and /proc/net/netstat, where each
+    group is a line of names followed by a line of values, both led by "Group:"."""
+    names: dict[str, list[str]] = {}
+    got = {}
+    for line in text.splitlines():
+        group, _, rest = line.partition(":")
+        if group not in names:
+            names[group] = rest.split()
+            continue
+        table = dict(zip(names.pop(group), rest.split(), strict=False))
+        for key, (g, name) in TCP_COUNTERS.items():
+            if g == group and name in table:
+                got[key] = int(table[name])
+    return got
+
+
+def qdisc_drops(dev: str, namespace: str | None = None) -> int:
+    """Packets the root qdisc of DEV (in NAMESPACE, or the root namespace) has dropped."""
+    where = ["-n", namespace] if namespace else []
+    cmd = ["tc", *where, "-s", "-j", "qdisc", "show", "dev", dev]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return 0
+    return sum(int(q.get("drops", 0)) for q in json.loads(proc.stdout) if q.get("root"))
+
+
+def net_counters(link: Link) -> dict[str, int]:
+    """The TCP counters of LINK's node and the drops of its link's queues, both ways."""
+    cmd = netexec.command(link.namespace, ["cat", "/proc/net/snmp", "/proc/net/netstat"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return {
+        **(parse_tcp_counters(proc.stdout) if proc.returncode == 0 else {}),
+        "drops_out": qdisc_drops(link.inner, link.namespace),
+        "drops_in": qdisc_drops(link.outer),
+    }
+
+
+def sample(
+    nodes: Mapping[str, Iterable[int]], veths: Mapping[str, str], links: Iterable[Link] = ()
+) -> Sample:
+    """NODES: node -> its pids; VETHS: link name -> the root namespace end of its veth;
+    LINKS: the shaped links whose nodes' TCP counters and drops are sampled too."""
     busy, total = machine_cpu()
     return Sample(
         at=time.monotonic(),
@@ -128,6 +183,7 @@ def sample(nodes: Mapping[str, Iterable[int]], veths: Mapping[str, str]) -> Samp
         machine_busy_s=busy,
         machine_total_s=total,
         links={name: link_bytes(veth) for name, veth in veths.items()},
+        net={link.name: net_counters(link) for link in links},
     )
 
 
@@ -153,7 +209,12 @@ def usage(before: Sample, after: Sample, rates: Mapping[str, int], cores: int) -
             continue
         out1, in1 = after.links[name]
         links[name] = max(out1 - out0, in1 - in0) * 8 / (rates[name] * seconds)
-    u = Usage(seconds, cores, node_cores, busiest, machine, links)
+    net = {
+        name: {k: v - before.net[name].get(k, 0) for k, v in counters.items()}
+        for name, counters in after.net.items()
+        if name in before.net
+    }
+    u = Usage(seconds, cores, node_cores, busiest, machine, links, net=net)
     if machine >= MACHINE_BOUND:
         u.why.append(f"the machine's {cores} cores were {machine:.0%} busy")
     for name, used in busiest.items():

@@ -15,6 +15,7 @@ from swift_dss.deploy.netns import Network
 from swift_dss.deploy.saio import mount_type
 from swift_dss.experiment.cli import experiment
 from swift_dss.experiment.summary import FIG7_KEYS
+from swift_dss.testbed import congestion
 
 pytestmark = [
     pytest.mark.integration,
@@ -122,6 +123,13 @@ def test_caching_on_the_testbed_runs_on_the_client_node_with_repeats(tmp_path: P
             assert "client" in u["node_cpu_cores"]
             assert set(u["links"]) == {"client", "proxy", "s1", "s2"}
             assert u["links"]["client"] > 0 and u["links"]["proxy"] > 0
+            # Every node's TCP counters and its link's drops over the phase, read in its
+            # namespace, and the congestion control the nodes ran.
+            assert set(u["tcp"]) == {"client", "proxy", "s1", "s2"}
+            for counters in u["tcp"].values():
+                assert set(counters) == {"retransmits", "timeouts", "drops_out", "drops_in"}
+                assert all(isinstance(v, int) and v >= 0 for v in counters.values())
+            assert run["tcp"] in congestion.available()
             assert isinstance(run["cpu_bound_phases"], list)
     ratio = next(h for h in summary["headlines"] if h["what"] == "dss@10% / lru@10% put_mbps")
     assert ratio["ci"] is not None and len(ratio["ci"]) == 2

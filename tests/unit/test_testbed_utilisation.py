@@ -81,3 +81,33 @@ def test_own_process_and_loopback_are_readable() -> None:
     assert list(cpu) == [os.getpid()] and cpu[os.getpid()] > 0
     out, into = u.link_bytes("lo")
     assert out >= 0 and into >= 0
+
+
+SNMP = """Ip: Forwarding DefaultTTL InReceives
+Ip: 1 64 1000
+Tcp: RtoAlgorithm RtoMin ActiveOpens RetransSegs InErrs
+Tcp: 1 200 40 17 0
+TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes
+TcpExt: 0 3 9
+"""
+
+
+def test_tcp_counters_are_read_by_group_and_name() -> None:
+    assert u.parse_tcp_counters(SNMP) == {"retransmits": 17, "timeouts": 3}
+    # A kernel without a counter leaves it out rather than reading another's value.
+    assert u.parse_tcp_counters(SNMP.replace("TCPTimeouts", "TCPOther")) == {"retransmits": 17}
+    assert u.parse_tcp_counters("") == {}
+
+
+def test_a_phase_counts_what_its_tcp_counters_and_drops_added() -> None:
+    start = {"s1": {"retransmits": 10, "timeouts": 1, "drops_out": 5, "drops_in": 0}}
+    end = {"s1": {"retransmits": 25, "timeouts": 3, "drops_out": 9, "drops_in": 0}}
+    a = u.Sample(0.0, {}, 0, 0, {}, start)
+    b = u.Sample(10.0, {}, 0, 10, {}, {**end, "s2": {"retransmits": 4}})
+    got = u.usage(a, b, RATES, cores=2)
+    # s2 was not sampled at the start: what it added is not known.
+    assert got.net == {"s1": {"retransmits": 15, "timeouts": 2, "drops_out": 4, "drops_in": 0}}
+    assert got.to_json()["tcp"] == got.net
+    # Samples without the counters (the all-in-one cluster) record none.
+    bare = u.usage(u.Sample(0.0, {}, 0, 0, {}), u.Sample(1.0, {}, 0, 1, {}), RATES, 2)
+    assert "tcp" not in bare.to_json()
