@@ -425,8 +425,6 @@ def build_summary(
     SAMPLES (configuration -> its run's requests per phase) gives a ratio of two single
     runs its bootstrap interval; ratios of repeated configurations pair the repeats."""
     expected = expected or [c.key for c in configurations(pcts)]
-    if ran := sorted({e["tcp"] for e in entries.values() if e.get("tcp")}):
-        setup = {**setup, "tcp": ran}
     extra = sorted({k.split("@", 1)[0] for k in [*entries, *expected] if "@" in k})
     bases = ["hdd", "ssd", "lru", "dss", *(b for b in extra if b not in ("lru", "dss"))]
     keyed: dict[str, dict[str, Any]] = {}

@@ -363,7 +363,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "## Setup",
         "",
         *setup_lines(
-            setup,
+            {**setup, "tcp": sorted({e["tcp"] for e in measured_entries(summary) if "tcp" in e})},
             {e["measured_as"]: len(e.get("repeats") or [e]) for e in measured_entries(summary)},
         ),
         f"- Workload: Table I, object sizes x{sc['size_scale']:g}, request counts "
