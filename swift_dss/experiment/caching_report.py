@@ -340,6 +340,7 @@ def mix_table(setup: dict[str, Any]) -> list[str]:
 
 def write_report(out: Path, summary: dict[str, Any]) -> Path:
     setup = summary["setup"]
+    measured = measured_entries(summary)
     pcts = pcts_of(summary)
     keys = config_keys(summary)
     if keys:
@@ -363,8 +364,8 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "## Setup",
         "",
         *setup_lines(
-            {**setup, "tcp": sorted({e["tcp"] for e in measured_entries(summary) if "tcp" in e})},
-            {e["measured_as"]: len(e.get("repeats") or [e]) for e in measured_entries(summary)},
+            {**setup, "tcp": sorted({e["tcp"] for e in measured if "tcp" in e})},
+            {e["measured_as"]: len(e.get("repeats") or [e]) for e in measured},
         ),
         f"- Workload: Table I, object sizes x{sc['size_scale']:g}, request counts "
         f"x{sc['count_scale']:g}: {ws['objects']} objects, {ws['bytes'] / MIB:,.0f} MiB PUT "

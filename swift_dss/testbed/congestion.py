@@ -95,9 +95,3 @@ def apply(namespaces: list[str], name: str) -> None:
             lines = proc.stderr.strip().splitlines()
             reason = lines[-1] if lines else f"exit {proc.returncode}"
             raise CongestionError(f"TCP congestion control {name} in {ns}: {reason}")
-
-
-def of(namespace: str) -> str:
-    """The default algorithm NAMESPACE's new connections use."""
-    cmd = netexec.command(namespace, ["cat", str(PROC / "tcp_congestion_control")])
-    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
