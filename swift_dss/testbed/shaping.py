@@ -133,15 +133,22 @@ def apply(links: list[Link]) -> None:
             _tc(cmd)
 
 
-def qdisc_rates(link: Link) -> dict[str, int | None]:
-    """The tbf rate (bytes/s) the kernel holds on each end of LINK ("into", "out of" the
-    node), from `tc -j qdisc show`; None where the root qdisc is not a tbf."""
-    out: dict[str, int | None] = {}
+def root_qdiscs(link: Link) -> dict[str, dict | None]:
+    """The root qdisc the kernel holds on each end of LINK ("into", "out of" the node),
+    with its counters, from `tc -s -j qdisc show`; None where an end has none."""
+    out: dict[str, dict | None] = {}
     for direction, prefix, dev in (
         ("into", ["tc"], link.outer),
         ("out", ["tc", "-n", link.namespace], link.inner),
     ):
-        qdiscs = json.loads(_tc([*prefix, "-j", "qdisc", "show", "dev", dev]) or "[]")
-        root = [q for q in qdiscs if q.get("root") and q.get("kind") == "tbf"]
-        out[direction] = int(root[0]["options"]["rate"]) if root else None
+        qdiscs = json.loads(_tc([*prefix, "-s", "-j", "qdisc", "show", "dev", dev]) or "[]")
+        out[direction] = next((q for q in qdiscs if q.get("root")), None)
     return out
+
+
+def qdisc_rates(link: Link) -> dict[str, int | None]:
+    """The tbf rate (bytes/s) on each end of LINK; None where the root qdisc is not a tbf."""
+    return {
+        direction: int(q["options"]["rate"]) if q and q.get("kind") == "tbf" else None
+        for direction, q in root_qdiscs(link).items()
+    }

@@ -18,7 +18,6 @@ measured, and a larger time dilation factor (or more workers) is the remedy.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import subprocess
 import time
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swift_dss.testbed import netexec
+from swift_dss.testbed import netexec, shaping
 from swift_dss.testbed.shaping import Link
 
 #: The machine counts as saturated above this share of all its cores: with every core that
@@ -150,24 +149,20 @@ def parse_tcp_counters(text: str) -> dict[str, int]:
     return got
 
 
-def qdisc_drops(dev: str, namespace: str | None = None) -> int:
-    """Packets the root qdisc of DEV (in NAMESPACE, or the root namespace) has dropped."""
-    where = ["-n", namespace] if namespace else []
-    cmd = ["tc", *where, "-s", "-j", "qdisc", "show", "dev", dev]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return 0
-    return sum(int(q.get("drops", 0)) for q in json.loads(proc.stdout) if q.get("root"))
-
-
 def net_counters(link: Link) -> dict[str, int]:
-    """The TCP counters of LINK's node and the drops of its link's queues, both ways."""
+    """The TCP counters of LINK's node and the drops of its link's queues, both ways (0
+    where tc cannot say: a sample must not end the run it measures)."""
     cmd = netexec.command(link.namespace, ["cat", "/proc/net/snmp", "/proc/net/netstat"])
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        qdiscs = shaping.root_qdiscs(link)
+    except (shaping.ShapingError, ValueError):
+        qdiscs = {}
+    drops = {d: int((qdiscs.get(d) or {}).get("drops", 0)) for d in ("out", "into")}
     return {
         **(parse_tcp_counters(proc.stdout) if proc.returncode == 0 else {}),
-        "drops_out": qdisc_drops(link.inner, link.namespace),
-        "drops_in": qdisc_drops(link.outer),
+        "drops_out": drops["out"],
+        "drops_in": drops["into"],
     }
 
 
