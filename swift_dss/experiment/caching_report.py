@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from swift_dss.experiment import plots
+from swift_dss.experiment import failures, plots
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
 from swift_dss.testbed import utilisation
@@ -64,6 +64,14 @@ def fig7_table(summary: dict[str, Any]) -> list[str]:
             f"{_f(e.get('put_ops_per_s'))} | {_f(e.get('get_ops_per_s'))} |"
         )
     return lines
+
+
+def failure_causes(summary: dict[str, Any]) -> list[str]:
+    """Fig. 7(c)'s failures by the cause the proxy logged (none when nothing failed)."""
+    rows = failures.table(
+        [(e["key"], e.get("failure_causes") or {}) for e in measured_entries(summary)]
+    )
+    return ["", "Failed requests by the cause the proxy logged:", "", *rows] if rows else []
 
 
 def with_ci(e: dict[str, Any], metric: str) -> str:
@@ -395,6 +403,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "",
         f"Failed requests in the DSS configurations (all phases): "
         f"{json.dumps(summary.get('dss_failures_all_phases'))}.",
+        *failure_causes(summary),
         "",
         "### The paper's orders",
         "",

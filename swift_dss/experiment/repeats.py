@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from swift_dss.experiment import failures
+
 #: t(0.975, df) for df = 1..30 (Student's t table); beyond, the normal 1.96 is within 2%.
 _T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -77,6 +79,7 @@ def combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("failures_all_phases", "requests_all_phases", "put_failures", "get_failures"):
         if all(isinstance(e.get(key), int) for e in entries):
             out[key] = sum(e[key] for e in entries)
+    out["failure_causes"] = failures.merged([e.get("failure_causes") or {} for e in entries])
     out["wall_s"] = round(sum(e.get("wall_s", 0) for e in entries), 1)
     out["cpu_bound_phases"] = sorted({p for e in entries for p in e.get("cpu_bound_phases", [])})
     return out
