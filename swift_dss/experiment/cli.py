@@ -76,7 +76,10 @@ def make_scale(base: Scale, factor: float, **overrides: Any) -> Scale:
     return scale.times(factor)
 
 
-@click.group(help="The paper's evaluation on the all-in-one cluster (docs/experiments.md).")
+@click.group(
+    help="The paper's evaluation on the emulated testbed or the all-in-one cluster "
+    "(docs/experiments.md)."
+)
 def experiment() -> None:
     pass
 
@@ -361,6 +364,24 @@ def traffic(
         raise click.ClickException("interrupted; completed runs are kept") from None
     print_traffic(summary, Console())
     click.echo(f"{out / 'summary.json'}\n{out / 'report.md'}")
+
+
+@experiment.command(help="Caching runs side by side with the paper's figures (probes).")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--label", "labels", multiple=True, help="a name per run, in order  [default: its directory's]"
+)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/compare"))
+def compare(runs: tuple[Path, ...], labels: tuple[str, ...], out: Path) -> None:
+    """RUNS are directories of `dss experiment caching` runs (each with its summary.json)."""
+    from swift_dss.experiment import compare as cmp
+
+    try:
+        loaded = cmp.load(list(runs), list(labels) or None)
+    except cmp.CompareError as err:
+        raise click.BadParameter(str(err), param_hint="RUNS") from err
+    click.echo("\n".join(cmp.markdown(loaded)))
+    click.echo("\n".join(str(p) for p in cmp.write(loaded, out)))
 
 
 @experiment.command(

@@ -10,7 +10,7 @@ BASES = ("hdd", "ssd", "lru", "dss")
 LABELS = {"hdd": "HDD", "ssd": "SSD", "lru": "LRU", "dss": "DSS"}
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,7 +46,7 @@ def _bars(ax: Any, summary: dict[str, Any], pcts: list[str], metric: str, scale:
 
 
 def fig7(summary: dict[str, Any], pcts: list[str], path: Path) -> None:
-    plt = _plt()
+    plt = pyplot()
     panels = [
         ("put_mbps", "(a) PUT bandwidth (MB/s)", 1),
         ("put_latency_ms", "(b) PUT mean latency (ms)", 1),
@@ -69,7 +69,7 @@ def fig7(summary: dict[str, Any], pcts: list[str], path: Path) -> None:
 
 
 def fig8(summary: dict[str, Any], keys: list[str], path: Path) -> None:
-    plt = _plt()
+    plt = pyplot()
     slices = sorted({s for k in keys for s in (summary[k].get("content_shares") or {})})
     fig, ax = plt.subplots(figsize=(9, 4))
     left = [0.0] * len(keys)
@@ -87,7 +87,7 @@ def fig8(summary: dict[str, Any], keys: list[str], path: Path) -> None:
 
 
 def fig9(summary: dict[str, Any], pct: str, paper: dict[str, Any], path: Path) -> None:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     width = 0.38
     for i, phase in enumerate(("put", "get")):
@@ -112,7 +112,7 @@ def fig9(summary: dict[str, Any], pct: str, paper: dict[str, Any], path: Path) -
 
 
 def fig10(runs: list[dict[str, Any]], streams: list[str], op: str, path: Path) -> None:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4))
     names = [r["name"] for r in runs]
     bottom = [0.0] * len(runs)
@@ -129,7 +129,7 @@ def fig10(runs: list[dict[str, Any]], streams: list[str], op: str, path: Path) -
 
 
 def fig11(runs: list[dict[str, Any]], streams: list[str], op: str, path: Path) -> None:
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(3.2 * len(runs), 3.4), sharey=True)
     for ax, run in zip(axes if len(runs) > 1 else [axes], runs, strict=True):
         plotted = False
