@@ -140,6 +140,11 @@ def local_cluster() -> None:
     "--tcp-congestion",
     help="[testbed] Every node's TCP congestion control, e.g. cubic.  [the host's]",
 )
+@click.option(
+    "--error-limit",
+    type=int,
+    help="[testbed] The proxy's error_suppression_limit.  [Swift's 10]",
+)
 @one_line_errors(*EXPECTED)
 def up(
     dir_: Path,

@@ -11,6 +11,7 @@ from swift_dss.experiment import failures, plots
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
 from swift_dss.testbed import utilisation
+from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT
 
 MIB = 1 << 20
 
@@ -149,7 +150,8 @@ def setup_lines(setup: dict[str, Any], runs: dict[str, int] | None = None) -> li
         f"{st['ssd_model']}, HDD model {st['hdd_model']}); {sc['replicas']} replicas, "
         f"{st['proxy_workers']} proxy workers, {st['server_workers']} per storage server; "
         f"conn_timeout {st['conn_timeout']:g} s, node_timeout {st['node_timeout']:g} s, "
-        f"client_timeout {st['client_timeout']:g} s{client_limit(sc, k)}; a fresh testbed "
+        f"client_timeout {st['client_timeout']:g} s{client_limit(sc, k)}"
+        f"{error_limit(st)}; a fresh testbed "
         "per configuration.",
         f"- Time dilation K = {k}: every link rate and device divided by {k}, every timeout "
         f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
@@ -164,6 +166,12 @@ def link_queue(settings: dict[str, Any]) -> str:
     """The links' queue, where the setup records one."""
     queue = settings.get("link_queue_ms")
     return f", a queue of {queue:g} ms each" if queue else ""
+
+
+def error_limit(settings: dict[str, Any]) -> str:
+    """The proxy's error limit, where a run set another than Swift's."""
+    limit = settings.get("error_limit", SWIFT_ERROR_LIMIT)
+    return "" if limit == SWIFT_ERROR_LIMIT else f", error_suppression_limit {limit}"
 
 
 def tcp_congestion(settings: dict[str, Any], ran: list[str]) -> str:

@@ -97,13 +97,21 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         rate_scale = kwargs.pop("rate_scale")
         models = {
             m: kwargs.pop(m)
-            for m in ("ssd_model", "hdd_model", "meta_memory", "link_queue_ms", "tcp_congestion")
+            for m in (
+                "ssd_model",
+                "hdd_model",
+                "meta_memory",
+                "link_queue_ms",
+                "tcp_congestion",
+                "error_limit",
+            )
         }
         models = {m: spec for m, spec in models.items() if spec is not None}
         if kind == "saio" and (k is not None or rate_scale is not None or models):
             raise click.BadParameter(
                 "--dilation, --rate-scale, --ssd-model, --hdd-model, --meta-memory, "
-                "--link-queue-ms and --tcp-congestion are the emulated testbed's (netns)"
+                "--link-queue-ms, --tcp-congestion and --error-limit are the emulated "
+                "testbed's (netns)"
             )
         settings = None
         if kind == "netns":
@@ -154,6 +162,14 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         default=None,
         help="every node's TCP congestion control (cubic: the paper's kernel's and "
         "Debian's default), or '' for the host's  [default: the host's]",
+    )(with_testbed)
+    with_testbed = click.option(
+        "--error-limit",
+        type=int,
+        default=None,
+        help="the proxy's error_suppression_limit: a node with more errors than this "
+        "within error_suppression_interval is left out for that interval; a large value "
+        f"leaves none out  [default: Swift's {TestbedSettings.error_limit}]",
     )(with_testbed)
     with_testbed = click.option(
         "--meta-memory",

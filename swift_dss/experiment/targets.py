@@ -35,6 +35,7 @@ from swift_dss.loadgen.workload import Workload
 from swift_dss.testbed import congestion, utilisation
 from swift_dss.testbed.settings import (
     PAPER_SERVER_WORKERS,
+    SWIFT_ERROR_LIMIT,
     TESTBED_HDD,
     UNRECORDED_REAL_QUEUE_MS,
     TestbedSettings,
@@ -136,11 +137,15 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
 def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
     """A kept run's recorded TESTBED as it was measured: a run from before the link queue
     was a setting had the queue it had then, not today's default, and one from before the
-    congestion control was a setting had the host's."""
+    congestion control was a setting had the host's, and one from before the error limit
+    was a setting had Swift's."""
     settings = testbed.get("settings")
     if not settings:
         return testbed
-    unrecorded: dict[str, Any] = {"tcp_congestion": congestion.HOST_DEFAULT}
+    unrecorded: dict[str, Any] = {
+        "tcp_congestion": congestion.HOST_DEFAULT,
+        "error_limit": SWIFT_ERROR_LIMIT,
+    }
     if "link_queue_ms" not in settings:
         unrecorded["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
     return {**testbed, "settings": {**unrecorded, **settings}}

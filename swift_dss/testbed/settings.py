@@ -35,6 +35,11 @@ PROXY_INTERVALS = {
     "recheck_account_existence": 60,
     "recheck_container_existence": 60,
 }
+#: Swift's error_suppression_limit: a node with more errors than this within the
+#: interval above is left out for that interval.
+SWIFT_ERROR_LIMIT = 10
+#: The largest --error-limit: beyond any run's request count, so no node is left out.
+MAX_ERROR_LIMIT = 10**9
 #: Swift's memcache client: connections per proxy worker, and its timeouts to connect,
 #: to wait for a pooled connection and for an answer.
 MEMCACHE_CONNECTIONS_PER_WORKER = 2
@@ -107,6 +112,10 @@ class TestbedSettings:
     #: Every node's TCP congestion control (swift_dss.testbed.congestion); empty: the
     #: host's default, whatever that is.
     tcp_congestion: str = ""
+    #: The proxy's error_suppression_limit (Swift's default, as the paper's Swift had):
+    #: a setting so that a run can tell the failures the errors of one phase cause in
+    #: the next (a node left out) from those of the devices themselves.
+    error_limit: int = SWIFT_ERROR_LIMIT
 
     def validate(self) -> None:
         scale = self.rate_scale
@@ -137,6 +146,15 @@ class TestbedSettings:
             )
         if reason := name_error(self.tcp_congestion):
             raise TestbedError(reason)
+        limit = self.error_limit
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 0 <= limit <= MAX_ERROR_LIMIT
+        ):
+            raise TestbedError(
+                f"error_limit must be an integer from 0 to {MAX_ERROR_LIMIT}, not {limit!r}"
+            )
 
     @property
     def dilated(self) -> Dilation:
@@ -169,6 +187,7 @@ class TestbedSettings:
             # The wait for the replicas past a quorum (Swift's 0.5 s).
             "post_quorum_timeout": f"{self.dilated.timeout(POST_QUORUM_TIMEOUT):g}",
             **{k: f"{self.dilated.timeout(v):g}" for k, v in PROXY_INTERVALS.items()},
+            "error_suppression_limit": str(self.error_limit),
         }
 
     def memcache_options(self) -> dict[str, str]:

@@ -487,6 +487,9 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--tcp-congestion", "Cubic"], "is not a congestion control name"),
         (["--tcp-congestion", "nosuchcc"], "'nosuchcc' is not available on this host"),
         (["--testbed", "saio", "--tcp-congestion", "cubic"], "are the emulated testbed's"),
+        (["--testbed", "saio", "--error-limit", "100"], "are the emulated testbed's"),
+        (["--error-limit", "-1"], "error_limit must be an integer from 0 to 1000000000"),
+        (["--error-limit", "many"], "'many' is not a valid integer"),
         (["--cache-block", "3000"], "expected `scaled` or a power of two"),
         (["--cache-block", "256"], "expected `scaled` or a power of two"),
         (["--cache-block", "4k"], "expected `scaled` or a power of two"),
@@ -563,6 +566,20 @@ def test_a_kept_run_without_a_recorded_congestion_control_had_the_hosts(tmp_path
     cubic = Testbed("netns", TestbedSettings(dilation=2, tcp_congestion="cubic"))
     with pytest.raises(ExperimentError, match=r"tcp_congestion  \(now cubic\)"):
         check_kept({"testbed": tb}, cubic, where)
+
+
+def test_a_kept_run_without_a_recorded_error_limit_had_swifts(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    tb = Testbed("netns", TestbedSettings(dilation=2)).to_json()
+    del tb["settings"]["error_limit"]
+    where = tmp_path / "entry.json"
+    check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=2)), where)
+    lifted = Testbed("netns", TestbedSettings(dilation=2, error_limit=10**9))
+    with pytest.raises(ExperimentError, match=r"error_limit 10 \(now 1000000000\)"):
+        check_kept({"testbed": tb}, lifted, where)
 
 
 def test_a_kept_run_on_another_hosts_congestion_control_is_refused(tmp_path: Path) -> None:
@@ -647,7 +664,7 @@ def test_the_testbeds_device_models_are_settings(tmp_path: Path) -> None:
     bad = CliRunner().invoke(experiment, [*args, "--meta-memory", "much"])
     assert bad.exit_code == 2 and "metadata memory 'much'" in bad.output
     saio = CliRunner().invoke(experiment, [*args, "--testbed", "saio", "--meta-memory", "0"])
-    assert saio.exit_code == 2 and "--tcp-congestion are the emulated testbed's" in saio.output
+    assert saio.exit_code == 2 and "--error-limit are the emulated testbed's" in saio.output
 
 
 def test_the_printed_summary_names_a_cpu_bound_reference_configuration() -> None:

@@ -92,7 +92,12 @@ def test_settings_dilate_timeouts_and_models() -> None:
         "error_suppression_interval": "240",
         "recheck_account_existence": "240",
         "recheck_container_existence": "240",
+        "error_suppression_limit": "10",
     }
+    # A count, not a time: the dilation leaves it.
+    assert (
+        TestbedSettings(dilation=4, error_limit=0).proxy_options()["error_suppression_limit"] == "0"
+    )
     assert tb.object_options() == {
         "conn_timeout": "2",
         "node_timeout": "40",
@@ -131,6 +136,10 @@ def test_settings_dilate_timeouts_and_models() -> None:
         ({"tcp_congestion": "CUBIC"}, "tcp_congestion"),
         ({"tcp_congestion": "cubic; reboot"}, "tcp_congestion"),
         ({"tcp_congestion": None}, "tcp_congestion"),
+        ({"error_limit": -1}, "error_limit"),
+        ({"error_limit": 10**10}, "error_limit"),
+        ({"error_limit": "10"}, "error_limit"),
+        ({"error_limit": True}, "error_limit"),
     ],
 )
 def test_bad_settings_are_refused(change: dict[str, object], reason: str) -> None:
