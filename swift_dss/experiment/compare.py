@@ -90,6 +90,11 @@ def config_keys(runs: list[Run]) -> list[str]:
     return keys
 
 
+def _of(part: int, whole: int) -> str:
+    """N of M, or "-" where a run measured none (a probe of a few configurations)."""
+    return f"{part} of {whole}" if whole else "-"
+
+
 def _cell(value: Any, factor: float, digits: int) -> str:
     return "-" if value is None else f"{value * factor:,.{digits}f}"
 
@@ -106,8 +111,8 @@ def markdown(runs: list[Run]) -> list[str]:
         held, orders = run.orders_held()
         near, ratios = run.ratios_near()
         lines.append(
-            f"| {run.label} | {run.clients() or '-'} | {run.repeats()} | {held} of {orders} "
-            f"| {near} of {ratios} |"
+            f"| {run.label} | {run.clients() or '-'} | {run.repeats()} | {_of(held, orders)} "
+            f"| {_of(near, ratios)} |"
         )
     keys = config_keys(runs)
     for metric, (title, factor, digits) in FIGURES.items():

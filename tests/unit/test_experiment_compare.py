@@ -63,6 +63,10 @@ def test_each_run_is_a_column_with_its_orders_and_ratios(tmp_path: Path) -> None
     assert "| c128 | 128 | 3 | 1 of 1 | 0 of 1 |" in lines
     assert "| dss@10% | 85.8 | 309.1 | 89.0 |" in lines
     assert "| dss@10% | 0.01 | 0.01 | - |" in lines
+    probe = summary(64, 1, 2, 0.8)
+    probe["orders"], probe["headlines"] = [{"held": None}], []
+    only = compare.load([kept(tmp_path, "probe", probe)])
+    assert "| probe | 64 | 1 | - | - |" in compare.markdown(only)
 
 
 def test_the_cli_writes_the_table_the_numbers_and_the_figure(tmp_path: Path) -> None:
