@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ class Run:
     label: str
     summary: dict[str, Any]
 
-    @property
+    @cached_property
     def entries(self) -> dict[str, dict[str, Any]]:
         return {e["key"]: e for e in measured_entries(self.summary)}
 
@@ -75,6 +76,8 @@ def load(dirs: list[Path], labels: list[str] | None = None) -> list[Run]:
             summary = json.loads(path.read_text())
         except FileNotFoundError:
             raise CompareError(f"{d}: no summary.json (not a finished caching run)") from None
+        except OSError as err:
+            raise CompareError(f"{path}: {err.strerror}") from None
         except json.JSONDecodeError as err:
             raise CompareError(f"{path}: not JSON ({err.msg})") from None
         if not isinstance(summary, dict) or summary.get("experiment") != "caching":

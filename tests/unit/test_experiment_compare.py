@@ -88,6 +88,7 @@ def test_the_cli_writes_the_table_the_numbers_and_the_figure(tmp_path: Path) -> 
     ("make", "labels", "says"),
     [
         (lambda t: [t / "nothing"], [], "no summary.json"),
+        (lambda t: [kept(t, "x", "{}") / "summary.json"], [], "Not a directory"),
         (lambda t: [kept(t, "x", "{not json")], [], "not JSON"),
         (lambda t: [kept(t, "x", {"experiment": "traffic"})], [], "not a caching"),
         (lambda t: [kept(t, "x", summary(32, 1, 2, 1))], ["a", "b"], "2 labels for 1 runs"),
