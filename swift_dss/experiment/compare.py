@@ -43,6 +43,10 @@ class Run:
     def entries(self) -> dict[str, dict[str, Any]]:
         return {e["key"]: e for e in measured_entries(self.summary)}
 
+    def value(self, key: str, metric: str) -> Any:
+        """METRIC of configuration KEY in this run; None where it was not measured."""
+        return (self.entries.get(key) or {}).get(metric)
+
     def clients(self) -> int | None:
         return ((self.summary.get("setup") or {}).get("scale") or {}).get("concurrency")
 
@@ -93,6 +97,12 @@ def config_keys(runs: list[Run]) -> list[str]:
     return keys
 
 
+def paper_value(runs: list[Run], key: str, metric: str) -> float | None:
+    """The paper's METRIC for KEY, from the first run that measured KEY."""
+    entry = next((r.entries[key] for r in runs if key in r.entries), {})
+    return (entry.get("paper") or {}).get(metric)
+
+
 def _of(part: int, whole: int) -> str:
     """N of M, or "-" where a run measured none (a probe of a few configurations)."""
     return f"{part} of {whole}" if whole else "-"
@@ -121,8 +131,8 @@ def markdown(runs: list[Run]) -> list[str]:
     for metric, (title, factor, digits) in FIGURES.items():
         lines += ["", f"**{title}**", "", f"| config {head} paper |", rule + "---:|"]
         for key in keys:
-            paper = ((runs[0].entries.get(key) or {}).get("paper") or {}).get(metric)
-            values = [_cell((r.entries.get(key) or {}).get(metric), factor, digits) for r in runs]
+            paper = paper_value(runs, key, metric)
+            values = [_cell(r.value(key, metric), factor, digits) for r in runs]
             lines.append(
                 f"| {key} | " + " | ".join(values) + f" | {_cell(paper, factor, digits)} |"
             )
@@ -137,12 +147,9 @@ def figure(runs: list[Run], path: Path) -> None:
     for ax, (metric, (title, factor, _)) in zip(axes.flat, FIGURES.items(), strict=True):
         for i, run in enumerate(runs):
             xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(keys))]
-            vals = [((run.entries.get(k) or {}).get(metric) or 0) * factor for k in keys]
+            vals = [(run.value(k, metric) or 0) * factor for k in keys]
             ax.bar(xs, vals, width, label=run.label)
-        paper = [
-            (j, ((runs[0].entries.get(k) or {}).get("paper") or {}).get(metric))
-            for j, k in enumerate(keys)
-        ]
+        paper = [(j, paper_value(runs, k, metric)) for j, k in enumerate(keys)]
         shown = [(j, v * factor) for j, v in paper if v is not None]
         if shown:
             ax.scatter(*zip(*shown, strict=True), marker="D", color="black", s=18, zorder=3)

@@ -59,7 +59,7 @@ def causes(lines: list[str]) -> dict[str, dict[str, int]]:
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for method, txn in failed:
         out[method][cause_of(seen.get(txn, []))] += 1
-    return {method: dict(counts.most_common()) for method, counts in sorted(out.items())}
+    return _plain(out)
 
 
 def cause_of(messages: list[str]) -> str:
@@ -84,13 +84,18 @@ def merged(runs: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
     for run in runs:
         for method, counts in run.items():
             out[method].update(counts)
-    return {method: dict(counts.most_common()) for method, counts in sorted(out.items())}
+    return _plain(out)
+
+
+def _plain(counts: dict[str, Counter[str]]) -> dict[str, dict[str, int]]:
+    """Per method in name order, its causes most frequent first, as plain dicts (JSON)."""
+    return {method: dict(c.most_common()) for method, c in sorted(counts.items())}
 
 
 def table(entries: list[tuple[str, dict[str, dict[str, int]]]]) -> list[str]:
     """A markdown table of each configuration's failed PUTs and GETs by cause; empty
     when no configuration failed a request at the proxy."""
-    if not any(causes for _, causes in entries):
+    if not any(counts for _, counts in entries):
         return []
 
     def cell(counts: dict[str, int]) -> str:

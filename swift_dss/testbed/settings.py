@@ -70,6 +70,11 @@ MAX_LINK_QUEUE_MS = 10_000
 UNRECORDED_REAL_QUEUE_MS = 20.0
 
 
+def integer_in(value: object, low: int, high: int) -> bool:
+    """Whether VALUE is an integer (not a bool) in [LOW, HIGH]."""
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
 def number_in(value: object, high: float) -> bool:
     """Whether VALUE is a number (not a bool) in (0, HIGH]."""
     return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= high
@@ -134,7 +139,7 @@ class TestbedSettings:
             raise TestbedError(reason)
         for name in ("proxy_workers", "server_workers"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+            if not integer_in(value, 1, 64):
                 raise TestbedError(f"{name} must be an integer from 1 to 64, not {value!r}")
         for name in ("conn_timeout", "node_timeout", "client_timeout"):
             if not 0 < getattr(self, name) <= 3600:
@@ -146,12 +151,7 @@ class TestbedSettings:
             )
         if reason := name_error(self.tcp_congestion):
             raise TestbedError(reason)
-        limit = self.error_limit
-        if (
-            isinstance(limit, bool)
-            or not isinstance(limit, int)
-            or not 0 <= limit <= MAX_ERROR_LIMIT
-        ):
+        if not integer_in(limit := self.error_limit, 0, MAX_ERROR_LIMIT):
             raise TestbedError(
                 f"error_limit must be an integer from 0 to {MAX_ERROR_LIMIT}, not {limit!r}"
             )
