@@ -249,20 +249,25 @@ def repeats_line(n: int, runs: dict[str, int] | None = None) -> str:
 
 
 def devices_table(summary: dict[str, Any]) -> list[str]:
+    """Per configuration and phase: each device kind's work, and the HDD's part that the
+    cache's write-back submitted (its MB, the busy time it added, that time per MB)."""
     lines = [
-        "| config | phase | SSD ops | SSD MB | SSD busy s | HDD ops | HDD MB | HDD busy s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| config | phase | SSD ops | SSD MB | SSD busy s | HDD ops | HDD MB | HDD busy s | "
+        "HDD write-back MB | its busy s | s per MB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for e in measured_entries(summary):
         for phase, devs in (e.get("devices_by_phase") or {}).items():
             if phase == "create":
                 continue
             ssd, hdd = devs.get("ssd", {}), devs.get("hdd", {})
+            wb_mb, wb_s = hdd.get("writeback_bytes", 0) / 1e6, hdd.get("writeback_busy_s")
             lines.append(
                 f"| {e['measured_as']} | {phase} | {_f(int(ssd.get('ops', 0)))} | "
                 f"{_f(ssd.get('bytes', 0) / 1e6, 0)} | {_f(ssd.get('busy_s'), 1)} | "
                 f"{_f(int(hdd.get('ops', 0)))} | {_f(hdd.get('bytes', 0) / 1e6, 0)} | "
-                f"{_f(hdd.get('busy_s'), 1)} |"
+                f"{_f(hdd.get('busy_s'), 1)} | {_f(wb_mb, 0) if wb_s is not None else '-'} | "
+                f"{_f(wb_s, 1)} | {_f(wb_s / wb_mb, 3) if wb_s and wb_mb else '-'} |"
             )
     return lines
 

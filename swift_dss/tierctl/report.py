@@ -58,6 +58,11 @@ class DeviceStats:
     write_ops: int = 0
     read_bytes: int = 0
     write_bytes: int = 0
+    #: What the cache's write-back submitted (the syncer's SSD reads, its HDD writes and
+    #: syncs), and the busy time it added.
+    writeback_ops: int = 0
+    writeback_bytes: int = 0
+    writeback_busy_s: float = 0.0
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Self:

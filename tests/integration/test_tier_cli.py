@@ -197,6 +197,14 @@ def test_flush_writes_everything_back(make_tier: MakeTier) -> None:  # noqa: F81
     assert dirty(after) == 0 and after["dirty_entries"] == 0
     # Written back, not dropped: the blocks stay cached, clean.
     assert cached(after) >= MIB
+    # The devices count the write-back apart: the SSD read the blocks, the HDD wrote
+    # them, and nothing else the HDD did (before the flush: nothing) is counted with it.
+    ssd, hdd = (after["devices"][d] for d in ("ssd", "hdd"))
+    assert ssd["writeback_bytes"] >= MIB + 5000 and ssd["writeback_ops"] >= 2
+    assert hdd["writeback_bytes"] >= MIB + 5000
+    assert hdd["writeback_bytes"] - before["devices"]["hdd"]["writeback_bytes"] == (
+        hdd["write_bytes"] - before["devices"]["hdd"]["write_bytes"]
+    )
     for name, content in data.items():
         assert (tier.hdd / name).read_bytes() == content
     # Nothing dirty: a second flush has nothing to do.
@@ -212,8 +220,11 @@ def test_reset_counters_zeroes_activity_and_keeps_content(make_tier: MakeTier) -
     before = tier.stats()
     assert any(c["hits"] or c["misses"] for c in before["classes"].values())
     assert before["devices"]["hdd"]["ops"] > 0
+    assert before["devices"]["hdd"]["writeback_bytes"] > 0
     assert ok("reset-counters", tier.mnt) == f"{tier.mnt}: counters reset\n"
     after = tier.stats()
+    hdd = after["devices"]["hdd"]
+    assert hdd["writeback_bytes"] == hdd["writeback_ops"] == hdd["writeback_busy_s"] == 0
     for c in after["classes"].values():
         counters = ("hits", "misses", "bypassed_bytes", "evicted_bytes", "written_back_bytes")
         assert all(c[k] == 0 for k in counters), c

@@ -739,6 +739,27 @@ def test_the_report_gives_a_cache_block_only_where_a_run_set_one() -> None:
     assert cache_block({"cache_block": None}) == cache_block({}) == ""
 
 
+def test_the_device_table_gives_the_hdds_write_back_and_its_cost_per_mb() -> None:
+    from swift_dss.experiment.caching_report import devices_table
+
+    hdd = {"ops": 10, "bytes": 4e6, "busy_s": 9.0}
+    entry = {
+        "measured_as": "lru@10%",
+        "devices_by_phase": {
+            "put": {"hdd": {**hdd, "writeback_bytes": 2e6, "writeback_busy_s": 1.5}},
+            "get": {"hdd": {**hdd, "writeback_bytes": 0, "writeback_busy_s": 0.0}},
+        },
+    }
+    old = {"measured_as": "hdd", "devices_by_phase": {"put": {"hdd": hdd}}}
+    rows = devices_table({"lru@10%": entry, "hdd@10%": {**old, "measured_as": "hdd"}})
+    put, get, before = rows[2:]
+    assert put.endswith("| 9.0 | 2 | 1.5 | 0.750 |")
+    # Nothing written back: no cost per MB to give.
+    assert get.endswith("| 0 | 0.0 | - |")
+    # A run recorded before the tier counted its write-back says nothing of it.
+    assert before.endswith("| 9.0 | - | - | - |")
+
+
 def test_the_traffic_testbed_scales_rates_with_the_sizes(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

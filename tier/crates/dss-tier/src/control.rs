@@ -233,6 +233,9 @@ fn since(d: &DevStats, base: &DevStats) -> DevStats {
         write_ops: d.write_ops.saturating_sub(base.write_ops),
         read_bytes: d.read_bytes.saturating_sub(base.read_bytes),
         write_bytes: d.write_bytes.saturating_sub(base.write_bytes),
+        writeback_ops: d.writeback_ops.saturating_sub(base.writeback_ops),
+        writeback_bytes: d.writeback_bytes.saturating_sub(base.writeback_bytes),
+        writeback_busy_s: (d.writeback_busy_s - base.writeback_busy_s).max(0.0),
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// A row leaves the other kind's columns empty.
 const CSV_HEADER: &str = "kind,id,cached_bytes,clean_bytes,dirty_bytes,hits,misses,\
 bypassed_bytes,evicted_bytes,written_back_bytes,model,ops,bytes,busy_s,read_ops,\
-write_ops,read_bytes,write_bytes";
+write_ops,read_bytes,write_bytes,writeback_ops,writeback_bytes,writeback_busy_s";
 
 /// `stats --csv`: one row per class the stats list (by class number), then one per
 /// device.
@@ -20,7 +20,7 @@ pub fn stats_csv(s: &Stats) -> String {
     for id in ids {
         let c = &s.classes[id];
         out += &format!(
-            "class,{id},{},{},{},{},{},{},{},{},,,,,,,,\n",
+            "class,{id},{},{},{},{},{},{},{},{},,,,,,,,,,,\n",
             c.cached_bytes,
             c.clean_bytes,
             c.dirty_bytes,
@@ -33,7 +33,7 @@ pub fn stats_csv(s: &Stats) -> String {
     }
     for (name, d) in &s.devices {
         out += &format!(
-            "device,{name},,,,,,,,,{},{},{},{},{},{},{},{}\n",
+            "device,{name},,,,,,,,,{},{},{},{},{},{},{},{},{},{},{}\n",
             csv_field(&d.model),
             d.ops,
             d.bytes,
@@ -41,7 +41,10 @@ pub fn stats_csv(s: &Stats) -> String {
             d.read_ops,
             d.write_ops,
             d.read_bytes,
-            d.write_bytes
+            d.write_bytes,
+            d.writeback_ops,
+            d.writeback_bytes,
+            d.writeback_busy_s
         );
     }
     out
@@ -148,6 +151,9 @@ mod tests {
             write_ops: 1,
             read_bytes: 4096,
             write_bytes: 4096,
+            writeback_ops: 1,
+            writeback_bytes: 4096,
+            writeback_busy_s: 0.25,
         };
         Stats {
             mode: "dss".into(),
@@ -179,7 +185,7 @@ mod tests {
         assert!(rows[2].starts_with("class,24,"));
         assert_eq!(
             rows[3],
-            "device,hdd,,,,,,,,,\"hdd:dilation=2,x=1\",2,8192,0.5,1,1,4096,4096"
+            "device,hdd,,,,,,,,,\"hdd:dilation=2,x=1\",2,8192,0.5,1,1,4096,4096,1,4096,0.25"
         );
         for r in &rows[1..3] {
             assert_eq!(r.split(',').count(), columns, "{r}");

@@ -48,6 +48,14 @@ pub struct DevStats {
     pub write_ops: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// What the cache's write-back submitted (the syncer's SSD reads, its HDD writes
+    /// and syncs) and the busy time it added; absent from stats of older tiers.
+    #[serde(default)]
+    pub writeback_ops: u64,
+    #[serde(default)]
+    pub writeback_bytes: u64,
+    #[serde(default)]
+    pub writeback_busy_s: f64,
 }
 
 impl DevStats {
@@ -61,6 +69,9 @@ impl DevStats {
             write_ops: d.write_ops,
             read_bytes: d.read_bytes,
             write_bytes: d.write_bytes,
+            writeback_ops: d.writeback_ops,
+            writeback_bytes: d.writeback_bytes,
+            writeback_busy_s: d.writeback_busy_ns as f64 / 1e9,
         }
     }
 }
@@ -324,6 +335,9 @@ mod tests {
             read_bytes: 10,
             write_bytes: 20,
             busy_ns: 1_500_000_000,
+            writeback_ops: 1,
+            writeback_bytes: 10,
+            writeback_busy_ns: 500_000_000,
         };
         devices.insert("ssd".to_string(), DevStats::new("intel710", &d));
         devices.insert(
@@ -360,6 +374,15 @@ mod tests {
         assert_eq!(v["devices"]["ssd"]["ops"], 3);
         assert_eq!(v["devices"]["ssd"]["bytes"], 30);
         assert_eq!(v["devices"]["ssd"]["busy_s"], 1.5);
+        assert_eq!(v["devices"]["ssd"]["writeback_busy_s"], 0.5);
+        assert_eq!(v["devices"]["ssd"]["writeback_bytes"], 10);
+        // Stats written before the write-back counters read as none.
+        let mut old = v["devices"]["ssd"].clone();
+        for k in ["writeback_ops", "writeback_bytes", "writeback_busy_s"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let old: DevStats = serde_json::from_value(old).unwrap();
+        assert_eq!((old.writeback_ops, old.writeback_busy_s), (0, 0.0));
         assert!(s.render().contains("   11"));
     }
 

@@ -77,7 +77,9 @@ impl Core {
         }
         let mut results = Vec::with_capacity(victims.len());
         let mut touched: Vec<Arc<File>> = Vec::new();
-        let (t, first_err) = self.write_runs(inner, &mut victims, &mut results, &mut touched);
+        let (t, first_err) = as_writeback(inner, |inner| {
+            self.write_runs(inner, &mut victims, &mut results, &mut touched)
+        });
         drop(g);
         // The HDD copy must be durable before a record calls the block clean.
         let mut synced = true;
@@ -93,7 +95,7 @@ impl Core {
         // would: write-back from the SSD pays for it like any other HDD writer.
         let mut files: Vec<u64> = victims.iter().map(|v| v.key.file).collect();
         files.dedup();
-        let t = t.max(self.hdd_synced(inner, files));
+        let t = t.max(as_writeback(inner, |inner| self.hdd_synced(inner, files)));
         for (v, ok) in victims.iter().zip(&results) {
             inner.cache.clean_done(v, *ok && synced);
         }
@@ -267,4 +269,15 @@ enum Pick<'a> {
     All,
     /// Those of one file in a range of block indices (advanced as batches go).
     File(u64, &'a mut std::ops::Range<u64>),
+}
+
+/// Run `f` with the devices counting what it submits as the cache's write-back. The
+/// lock is held throughout, so no other request's I/O is counted with it.
+fn as_writeback<T>(inner: &mut Inner, f: impl FnOnce(&mut Inner) -> T) -> T {
+    inner.hdd.set_writeback(true);
+    inner.ssd.set_writeback(true);
+    let r = f(inner);
+    inner.hdd.set_writeback(false);
+    inner.ssd.set_writeback(false);
+    r
 }
