@@ -26,7 +26,7 @@ from rich.console import Console
 
 from swift_dss import children
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment import plots, policy_file
+from swift_dss.experiment import plots, policy_file, server_times
 from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.scale import Scale, paper_workload, split_containers
 from swift_dss.experiment.summary import at_real_speed, phase_row, steady_or_whole
@@ -304,6 +304,7 @@ def run_one(
         "get_mbps": round(sum(s["get_mbps"] or 0 for s in streams.values()), 3),
         "failures_all_phases": sum(s["failures_all_phases"] for s in streams.values()),
         "devices": devices,
+        "server_times": server_times.from_cluster(run_dir / "cluster", k),
         "testbed": testbed.to_json(),
         **testbed.tcp(),
         "utilisation": usage,
@@ -340,6 +341,10 @@ def traffic(
         if done.exists() and (run_nothing or not force):
             kept = json.loads(done.read_text())
             check_kept(kept, testbed, done)
+            if "server_times" not in kept:
+                # Recorded before they were read: the kept logs still have them.
+                k = (kept.get("testbed") or {}).get("dilation", 1)
+                kept["server_times"] = server_times.from_cluster(run_dir / "cluster", k)
             runs.append(kept)
             if not run_nothing:
                 console.print(f"[{n}/{len(RUNS)}] {name}: done before, kept ({done})")
