@@ -26,6 +26,8 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from swift_dss.experiment import swift_logs as log
+
 #: Most specific first: a request showing several counts as the first.
 CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("final status timeout", re.compile(r"Trying to get final status")),
@@ -36,9 +38,6 @@ CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 OTHER = "other"
 _TXN = re.compile(r"\(txn: (tx[0-9a-f-]+)\)")
-#: An access line's fields after the logger's prefix (proxy_logging's order): method 3,
-#: status 6, transaction id 13, the subrequest's source 16 ("-" for a client's request).
-_METHOD, _STATUS, _TXN_FIELD, _SOURCE = 3, 6, 13, 16
 
 
 def causes(lines: list[str]) -> dict[str, dict[str, int]]:
@@ -46,12 +45,12 @@ def causes(lines: list[str]) -> dict[str, dict[str, int]]:
     seen: dict[str, list[str]] = defaultdict(list)
     failed: list[tuple[str, str]] = []
     for line in lines:
-        message = line.split("proxy-server: ", 1)[-1]
+        message = line.split(log.PROXY_PREFIX, 1)[-1]
         fields = message.split()
-        if len(fields) > _SOURCE and fields[_TXN_FIELD].startswith("tx"):
-            status = fields[_STATUS]
-            if fields[_SOURCE] == "-" and status.isdigit() and status.startswith("5"):
-                failed.append((fields[_METHOD], fields[_TXN_FIELD]))
+        if len(fields) > log.SOURCE and fields[log.TXN].startswith("tx"):
+            status = fields[log.STATUS]
+            if fields[log.SOURCE] == "-" and status.isdigit() and status.startswith("5"):
+                failed.append((fields[log.METHOD], fields[log.TXN]))
             continue
         txn = _TXN.search(message)
         if txn:
@@ -70,12 +69,8 @@ def cause_of(messages: list[str]) -> str:
 
 
 def from_cluster(cluster_dir: Path) -> dict[str, dict[str, int]]:
-    """Causes from every proxy log under a cluster's directory (the all-in-one cluster
-    keeps it in log/, the testbed in proxy/log/); empty when there is none."""
-    lines: list[str] = []
-    for log in sorted(cluster_dir.glob("**/proxy-server.log")):
-        lines.extend(log.read_text(errors="replace").splitlines())
-    return causes(lines)
+    """Causes from every proxy log under a cluster's directory; empty when there is none."""
+    return causes(log.lines(cluster_dir, "proxy-server"))
 
 
 def merged(runs: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:

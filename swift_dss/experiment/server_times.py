@@ -20,9 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-#: proxy_logging's access-line fields after the logger's prefix: method 3, path 4,
-#: request time 15, the subrequest's source 16 ("-" for a client's request).
-_METHOD, _PATH, _TIME, _SOURCE = 3, 4, 15, 16
+from swift_dss.experiment import swift_logs as log
+
 #: A storage server's access line (Swift's default format): the request, its status,
 #: and the request time after the quoted user agent.
 _SERVER = re.compile(r'"(?P<method>[A-Z]+) (?P<path>/\S+)" \d{3} .*?" (?P<time>\d+\.\d+) "')
@@ -45,16 +44,16 @@ def proxy_times(lines: list[str]) -> dict[tuple[str, str], list[float]]:
     """Seconds per (method, stream) of the clients' object requests, from proxy LINES."""
     out: dict[tuple[str, str], list[float]] = defaultdict(list)
     for line in lines:
-        fields = line.split("proxy-server: ", 1)[-1].split()
-        if len(fields) <= _SOURCE or fields[_SOURCE] != "-":
+        fields = line.split(log.PROXY_PREFIX, 1)[-1].split()
+        if len(fields) <= log.SOURCE or fields[log.SOURCE] != "-":
             continue
-        stream = stream_of(fields[_PATH], 1)
+        stream = stream_of(fields[log.PATH], 1)
         try:
-            seconds = float(fields[_TIME])
+            seconds = float(fields[log.REQUEST_TIME])
         except ValueError:
             continue
         if stream:
-            out[(fields[_METHOD], stream)].append(seconds)
+            out[(fields[log.METHOD], stream)].append(seconds)
     return out
 
 
@@ -82,21 +81,13 @@ def figures(seconds: list[float], dilation: int) -> dict[str, Any]:
     }
 
 
-def _read(cluster_dir: Path, name: str) -> list[str]:
-    lines: list[str] = []
-    for log in sorted(cluster_dir.glob(f"**/{name}.log")):
-        lines.extend(log.read_text(errors="replace").splitlines())
-    return lines
-
-
 def from_cluster(cluster_dir: Path, dilation: int = 1) -> dict[str, Any]:
     """{server: {stream: {method: figures}}} from every access log under a cluster's
-    directory (the all-in-one cluster keeps its logs in log/, the testbed's nodes in
-    nodes/<node>/log/ and proxy/log/); a server without lines is left out."""
+    directory; a server without lines is left out."""
     raw = {
-        "proxy": proxy_times(_read(cluster_dir, "proxy-server")),
-        "object": server_times(_read(cluster_dir, "object-server")),
-        "container": server_times(_read(cluster_dir, "container-server")),
+        "proxy": proxy_times(log.lines(cluster_dir, "proxy-server")),
+        "object": server_times(log.lines(cluster_dir, "object-server")),
+        "container": server_times(log.lines(cluster_dir, "container-server")),
     }
     out: dict[str, Any] = {}
     for server, times in raw.items():
