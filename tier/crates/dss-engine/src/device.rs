@@ -515,12 +515,12 @@ impl Device {
         self.queue.writeback = on;
     }
 
-    /// Run the flusher's due wake-ups outside the write-back's account before an access
-    /// at model time `t`.
-    fn flush_due(&mut self, t: u64) {
-        if let (Some(pc), true) = (&mut self.pagecache, self.queue.writeback) {
+    /// Run the flusher's wake-ups due by `now` outside the write-back's account, before
+    /// a write-back's access.
+    fn flush_due(&mut self, now: u64) {
+        if self.queue.writeback {
             self.queue.writeback = false;
-            pc.advance(&mut self.queue, t);
+            self.advance(now);
             self.queue.writeback = true;
         }
     }
@@ -541,8 +541,8 @@ impl Device {
         // The model runs in its own (undilated) time: every time it charges, and every
         // interval of the page cache, stretches by the same factor.
         let k = self.dilation;
+        self.flush_due(now);
         let t = now / k;
-        self.flush_due(t);
         let end = match (&mut self.pagecache, op) {
             (Some(pc), Op::Write) => pc.write(&mut self.queue, t, file, addr, len),
             (Some(pc), Op::Read) => pc.read(&mut self.queue, t, file, addr, len),
@@ -554,8 +554,8 @@ impl Device {
     /// fsync of `file` at `now`: returns when its dirty pages are on the device (`now`
     /// without a page cache: every write was charged as it came).
     pub fn fsync(&mut self, now: u64, file: u64) -> u64 {
+        self.flush_due(now);
         let k = self.dilation;
-        self.flush_due(now / k);
         match &mut self.pagecache {
             Some(pc) => pc.fsync(&mut self.queue, now / k, file).saturating_mul(k),
             None => now,
