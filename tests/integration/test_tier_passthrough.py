@@ -67,6 +67,12 @@ def test_mode_hdd_data_never_reaches_the_daemon(make_tier: MakeTier) -> None:  #
         else:
             # (Its reads come from the mount's page cache: the file was just written.)
             assert asked["write"] >= 8, asked
+        # Every kind it answered is timed (the stats read itself, a getxattr, is still
+        # under way), and each arrival met itself at least.
+        timed = s["fuse_request_s"]
+        assert set(timed) == set(asked), (timed, asked)
+        assert all(t > 0 for kind, t in timed.items() if kind != "getxattr"), timed
+        assert s["fuse_under_way_seen"] >= sum(asked.values())
         tier.umount()
     assert counted["off"] >= 8 * MIB
     assert counted["on"] < MIB, counted

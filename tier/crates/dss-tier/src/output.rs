@@ -170,6 +170,8 @@ mod tests {
             passthrough: true,
             passthrough_opens: 3,
             fuse_requests: Default::default(),
+            fuse_request_s: Default::default(),
+            fuse_under_way_seen: 0,
             meta_memory_bytes: 0,
             meta_memory_hits: 0,
         }

@@ -102,6 +102,14 @@ pub struct Stats {
     /// FUSE requests answered since the mount, by kind (those seen at least once).
     #[serde(default)]
     pub fuse_requests: BTreeMap<String, u64>,
+    /// Seconds from each request's arrival in the daemon to its reply, summed by kind
+    /// (a deferred read's until its reply is sent).
+    #[serde(default)]
+    pub fuse_request_s: BTreeMap<String, f64>,
+    /// The requests under way as each arrived, itself included, summed: over the
+    /// requests' count, the concurrency an arrival met (against `--threads`).
+    #[serde(default)]
+    pub fuse_under_way_seen: u64,
     /// Metadata the host's memory holds (`--meta-memory`), and the metadata reads and
     /// writes that found their block there.
     #[serde(default)]
@@ -359,6 +367,8 @@ mod tests {
             passthrough: false,
             passthrough_opens: 0,
             fuse_requests: Default::default(),
+            fuse_request_s: Default::default(),
+            fuse_under_way_seen: 0,
             meta_memory_bytes: 0,
             meta_memory_hits: 0,
         };
@@ -383,6 +393,13 @@ mod tests {
         }
         let old: DevStats = serde_json::from_value(old).unwrap();
         assert_eq!((old.writeback_ops, old.writeback_busy_s), (0, 0.0));
+        // And those written before the requests were timed, as untimed.
+        let mut old = v.clone();
+        for k in ["fuse_request_s", "fuse_under_way_seen"] {
+            assert!(old.as_object_mut().unwrap().remove(k).is_some(), "{k}");
+        }
+        let old: Stats = serde_json::from_value(old).unwrap();
+        assert!(old.fuse_request_s.is_empty() && old.fuse_under_way_seen == 0);
         assert!(s.render().contains("   11"));
     }
 

@@ -32,6 +32,8 @@ impl Core {
             passthrough: false,
             passthrough_opens: 0,
             fuse_requests: Default::default(),
+            fuse_request_s: Default::default(),
+            fuse_under_way_seen: 0,
             meta_memory_bytes: g.meta_memory.len() as u64 * self.bs,
             meta_memory_hits: g.meta_memory.hits(),
         }

@@ -85,7 +85,7 @@ impl Filesystem for TierFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.requests.count(Req::Lookup);
+        let _answering = self.requests.answer(Req::Lookup);
         if parent.0 == 1 && name == HIDDEN {
             return reply.error(Errno::ENOENT);
         }
@@ -101,7 +101,7 @@ impl Filesystem for TierFs {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.requests.count(Req::Forget);
+        let _answering = self.requests.answer(Req::Forget);
         if ino.0 == 1 {
             return;
         }
@@ -113,7 +113,7 @@ impl Filesystem for TierFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.requests.count(Req::Getattr);
+        let _answering = self.requests.answer(Req::Getattr);
         self.core.meta(MetaKind::Inode, ino.0, false);
         let by_handle = |ino: u64| {
             self.handles
@@ -160,7 +160,7 @@ impl Filesystem for TierFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        self.requests.count(Req::Setattr);
+        let _answering = self.requests.answer(Req::Setattr);
         let run = || -> Result<FileAttr, Errno> {
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Inode, ino.0, true);
@@ -220,7 +220,7 @@ impl Filesystem for TierFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.requests.count(Req::Readlink);
+        let _answering = self.requests.answer(Req::Readlink);
         match self.path(ino).and_then(|p| fs::read_link(p).map_err(errno)) {
             Ok(t) => reply.data(t.as_os_str().as_bytes()),
             Err(e) => reply.error(e),
@@ -236,7 +236,7 @@ impl Filesystem for TierFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        self.requests.count(Req::Mkdir);
+        let _answering = self.requests.answer(Req::Mkdir);
         self.new_entry(parent, name, reply, |path| {
             fs::DirBuilder::new()
                 .mode(mode & !umask & 0o7777)
@@ -255,7 +255,7 @@ impl Filesystem for TierFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.requests.count(Req::Mknod);
+        let _answering = self.requests.answer(Req::Mknod);
         // mknod(2) takes a type of 0 for a regular file.
         let kind = match mode & 0o170000 {
             0 => rustix::fs::FileType::RegularFile,
@@ -270,7 +270,7 @@ impl Filesystem for TierFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.requests.count(Req::Unlink);
+        let _answering = self.requests.answer(Req::Unlink);
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
@@ -293,7 +293,7 @@ impl Filesystem for TierFs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.requests.count(Req::Rmdir);
+        let _answering = self.requests.answer(Req::Rmdir);
         let run = || -> Result<(), Errno> {
             let path = self.child(parent, name)?;
             self.core.meta(MetaKind::Directory, parent.0, true);
@@ -318,7 +318,7 @@ impl Filesystem for TierFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        self.requests.count(Req::Symlink);
+        let _answering = self.requests.answer(Req::Symlink);
         self.new_entry(parent, link_name, reply, |path| {
             std::os::unix::fs::symlink(target, path).map_err(errno)
         });
@@ -334,7 +334,7 @@ impl Filesystem for TierFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Rename);
+        let _answering = self.requests.answer(Req::Rename);
         let run = || -> Result<(), Errno> {
             if !flags.is_empty() {
                 return Err(Errno::EINVAL);
@@ -375,7 +375,7 @@ impl Filesystem for TierFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        self.requests.count(Req::Link);
+        let _answering = self.requests.answer(Req::Link);
         let run = || -> Result<FileAttr, Errno> {
             let from = self.path(ino)?;
             let to = self.child(newparent, newname)?;
@@ -396,7 +396,7 @@ impl Filesystem for TierFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.requests.count(Req::Open);
+        let _answering = self.requests.answer(Req::Open);
         let run = || -> Result<_, Errno> {
             let path = self.path(ino)?;
             let f = open_file(&path, flags.0, None)?;
@@ -425,7 +425,7 @@ impl Filesystem for TierFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        self.requests.count(Req::Create);
+        let _answering = self.requests.answer(Req::Create);
         let direct = flags & libc_o::O_EXCL != 0;
         let run = || -> Result<_, Errno> {
             let path = self.child(parent, name)?;
@@ -464,7 +464,7 @@ impl Filesystem for TierFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.requests.count(Req::Read);
+        let mut answering = self.requests.answer(Req::Read);
         let mut buf = self.buffers.take();
         let run = |buf: &mut Vec<u8>| -> Result<_, Errno> {
             let h = self.handles.get(fh)?;
@@ -475,6 +475,7 @@ impl Filesystem for TierFs {
         };
         match run(&mut buf) {
             Ok(Some(at)) => {
+                answering.replies_at(at);
                 let buffers = self.buffers.clone();
                 self.deferred.at(at, move || {
                     reply.data(&buf);
@@ -504,7 +505,7 @@ impl Filesystem for TierFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        self.requests.count(Req::Write);
+        let _answering = self.requests.answer(Req::Write);
         let run = || -> Result<u32, Errno> {
             let h = self.handles.get(fh)?;
             if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
@@ -533,7 +534,7 @@ impl Filesystem for TierFs {
         _lo: LockOwner,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Flush);
+        let _answering = self.requests.answer(Req::Flush);
         // Nothing to do at close (writes are synchronous, locks are the kernel's), and
         // ENOSYS tells the kernel to stop sending a round trip per close().
         reply.error(Errno::ENOSYS);
@@ -549,7 +550,7 @@ impl Filesystem for TierFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Release);
+        let _answering = self.requests.answer(Req::Release);
         if let Some(h) = self.handles.release(fh)
             && h.passthrough
         {
@@ -566,7 +567,7 @@ impl Filesystem for TierFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Fsync);
+        let _answering = self.requests.answer(Req::Fsync);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
@@ -583,7 +584,7 @@ impl Filesystem for TierFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        self.requests.count(Req::Opendir);
+        let _answering = self.requests.answer(Req::Opendir);
         // Directory handles carry nothing here (readdir and fsyncdir go by inode):
         // with FUSE_NO_OPENDIR_SUPPORT, ENOSYS spares the open and release round trips
         // of every directory open from then on (Swift opens one to fsync it per PUT).
@@ -604,7 +605,7 @@ impl Filesystem for TierFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        self.requests.count(Req::Readdir);
+        let _answering = self.requests.answer(Req::Readdir);
         self.core.meta(MetaKind::Directory, ino.0, false);
         let run = |reply: &mut ReplyDirectory| -> Result<(), Errno> {
             let path = self.path(ino)?;
@@ -649,7 +650,7 @@ impl Filesystem for TierFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Fsyncdir);
+        let _answering = self.requests.answer(Req::Fsyncdir);
         match self
             .path(ino)
             .and_then(|p| File::open(p).and_then(|d| d.sync_all()).map_err(errno))
@@ -660,7 +661,7 @@ impl Filesystem for TierFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        self.requests.count(Req::Statfs);
+        let _answering = self.requests.answer(Req::Statfs);
         match rustix::fs::statvfs(&self.root) {
             Ok(s) => reply.statfs(
                 s.f_blocks,
@@ -686,7 +687,7 @@ impl Filesystem for TierFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Setxattr);
+        let _answering = self.requests.answer(Req::Setxattr);
         let run = || -> Result<(), Errno> {
             if ino.0 == 1 && name == CONTROL_XATTR {
                 // Flushing, zeroing counters and changing the policy are the operator's.
@@ -711,13 +712,16 @@ impl Filesystem for TierFs {
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        self.requests.count(Req::Getxattr);
+        let _answering = self.requests.answer(Req::Getxattr);
         let run = || -> Result<Vec<u8>, Errno> {
             if ino.0 == 1 && name == STATS_XATTR {
                 let mut stats = self.control.stats(&self.core);
                 stats.passthrough = self.backings.enabled();
                 stats.passthrough_opens = self.backings.opens();
-                stats.fuse_requests = self.requests.snapshot();
+                let requests = self.requests.snapshot();
+                stats.fuse_requests = requests.counts;
+                stats.fuse_request_s = requests.seconds;
+                stats.fuse_under_way_seen = requests.under_way_seen;
                 return Ok(serde_json::to_vec(&stats).unwrap_or_default());
             }
             if ino.0 == 1 && name == CONTROL_XATTR {
@@ -753,7 +757,7 @@ impl Filesystem for TierFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        self.requests.count(Req::Listxattr);
+        let _answering = self.requests.answer(Req::Listxattr);
         let run = || -> Result<Vec<u8>, Errno> {
             let path = self.path(ino)?;
             let n = rustix::fs::llistxattr_query(&path).map_err(sys_errno)?;
@@ -766,7 +770,7 @@ impl Filesystem for TierFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.requests.count(Req::Removexattr);
+        let _answering = self.requests.answer(Req::Removexattr);
         let run = || -> Result<(), Errno> {
             let path = self.path(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
@@ -779,7 +783,7 @@ impl Filesystem for TierFs {
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
-        self.requests.count(Req::Access);
+        let _answering = self.requests.answer(Req::Access);
         match self.path(ino) {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
@@ -797,7 +801,7 @@ impl Filesystem for TierFs {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        self.requests.count(Req::Ioctl);
+        let _answering = self.requests.answer(Req::Ioctl);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             match self.ioctls.decode(cmd, in_data) {
@@ -856,7 +860,7 @@ impl Filesystem for TierFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        self.requests.count(Req::Fallocate);
+        let _answering = self.requests.answer(Req::Fallocate);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
             let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);
