@@ -100,9 +100,15 @@ def files_put_servers(summary: dict[str, Any]) -> list[str]:
 def tier_request_times(summary: dict[str, Any]) -> list[str]:
     """What the storage nodes' tier daemons took per request of an object server's PUT
     (runs recorded before the daemons timed their requests have none)."""
-    rows = tier_requests.table([(run["name"], run.get("tier_requests")) for run in summary["runs"]])
+    runs = summary["runs"]
+    rows = tier_requests.table([(run["name"], run.get("tier_requests")) for run in runs])
     if not rows:
         return []
+    # placement() lists the streams' classes in the streams' order.
+    names = dict(zip(runs[0]["placement"], summary["streams"], strict=True))
+    by_class = tier_requests.class_table(
+        [(run["name"], run.get("tier_requests"), run["placement"]) for run in runs], names
+    )
     return [
         "The tier daemons' time per FUSE request, arrival to reply, over the whole run "
         "(emulated ms, and how many); the last column is the requests an arrival found "
@@ -110,6 +116,17 @@ def tier_request_times(summary: dict[str, Any]) -> list[str]:
         "",
         *rows,
         "",
+        *(
+            [
+                "Each stream's writes and fsyncs, by the class of its files (and where the run "
+                "placed it):",
+                "",
+                *by_class,
+                "",
+            ]
+            if by_class
+            else []
+        ),
     ]
 
 

@@ -424,6 +424,12 @@ def test_traffic_report_from_recorded_runs(tmp_path: Path) -> None:
             "devices": {"ssd": {"bytes": 1e6, "busy_s": 1.0}},
             "loadavg_before": [1.0],
             "loadavg_after": [1.0],
+            "placement": {"25": "ssd" if on_ssd else "hdd", "26": "hdd", "27": "hdd", "28": "hdd"},
+            "tier_requests": {
+                "kinds": {"fsync": {"n": 2, "mean_ms": 12.5, "total_s": 0.025}},
+                "classes": {"25": {"fsync": {"n": 2, "mean_ms": 12.5, "total_s": 0.025}}},
+                "concurrency": 3.0,
+            },
         }
         for name, on_ssd in traffic.RUNS
     ]
@@ -435,6 +441,9 @@ def test_traffic_report_from_recorded_runs(tmp_path: Path) -> None:
     }
     text = write_traffic_report(tmp_path, doc).read_text()
     assert "Fig. 10" in text and "+Video" in text
+    # The tier's request times: per kind, and per stream with where its class was placed.
+    assert "| none | - | - | - | 12.50 (2) | - | - | - | 3.0 |" in text
+    assert "| +Files | - / 12.5 (ssd) | - / - (hdd) |" in text
     assert (tmp_path / "fig11_put.png").exists() and (tmp_path / "fig10_get.png").exists()
 
 

@@ -172,6 +172,7 @@ mod tests {
             fuse_requests: Default::default(),
             fuse_request_s: Default::default(),
             fuse_under_way_seen: 0,
+            fuse_class_requests: Default::default(),
             meta_memory_bytes: 0,
             meta_memory_hits: 0,
         }

@@ -110,6 +110,10 @@ pub struct Stats {
     /// requests' count, the concurrency an arrival met (against `--threads`).
     #[serde(default)]
     pub fuse_under_way_seen: u64,
+    /// Per class id (of the file), the data requests `read`, `write`, `fsync` and
+    /// `fallocate`: each kind's [count, seconds].
+    #[serde(default)]
+    pub fuse_class_requests: BTreeMap<String, BTreeMap<String, (u64, f64)>>,
     /// Metadata the host's memory holds (`--meta-memory`), and the metadata reads and
     /// writes that found their block there.
     #[serde(default)]
@@ -369,6 +373,7 @@ mod tests {
             fuse_requests: Default::default(),
             fuse_request_s: Default::default(),
             fuse_under_way_seen: 0,
+            fuse_class_requests: Default::default(),
             meta_memory_bytes: 0,
             meta_memory_hits: 0,
         };
@@ -395,11 +400,16 @@ mod tests {
         assert_eq!((old.writeback_ops, old.writeback_busy_s), (0, 0.0));
         // And those written before the requests were timed, as untimed.
         let mut old = v.clone();
-        for k in ["fuse_request_s", "fuse_under_way_seen"] {
+        for k in [
+            "fuse_request_s",
+            "fuse_under_way_seen",
+            "fuse_class_requests",
+        ] {
             assert!(old.as_object_mut().unwrap().remove(k).is_some(), "{k}");
         }
         let old: Stats = serde_json::from_value(old).unwrap();
         assert!(old.fuse_request_s.is_empty() && old.fuse_under_way_seen == 0);
+        assert!(old.fuse_class_requests.is_empty());
         assert!(s.render().contains("   11"));
     }
 

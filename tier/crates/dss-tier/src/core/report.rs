@@ -34,6 +34,7 @@ impl Core {
             fuse_requests: Default::default(),
             fuse_request_s: Default::default(),
             fuse_under_way_seen: 0,
+            fuse_class_requests: Default::default(),
             meta_memory_bytes: g.meta_memory.len() as u64 * self.bs,
             meta_memory_hits: g.meta_memory.hits(),
         }

@@ -469,6 +469,7 @@ impl Filesystem for TierFs {
         let run = |buf: &mut Vec<u8>| -> Result<_, Errno> {
             let h = self.handles.get(fh)?;
             let class = self.data_class(&h);
+            answering.of_class(class);
             self.core
                 .read_into_by(&h.file, class, offset, size as usize, buf)
                 .map_err(errno)
@@ -505,7 +506,7 @@ impl Filesystem for TierFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let _answering = self.requests.answer(Req::Write);
+        let answering = self.requests.answer(Req::Write);
         let run = || -> Result<u32, Errno> {
             let h = self.handles.get(fh)?;
             if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
@@ -515,6 +516,7 @@ impl Filesystem for TierFs {
                 self.direct_written.lock().unwrap().insert(h.ino);
             }
             let class = self.data_class(&h);
+            answering.of_class(class);
             self.core
                 .write(&h.file, class, offset, data)
                 .map_err(errno)?;
@@ -567,9 +569,10 @@ impl Filesystem for TierFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let _answering = self.requests.answer(Req::Fsync);
+        let answering = self.requests.answer(Req::Fsync);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
+            answering.of_class(self.data_class(&h));
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);
             if h.passthrough {
                 // The kernel wrote the HDD file itself, unseen.
@@ -722,6 +725,7 @@ impl Filesystem for TierFs {
                 stats.fuse_requests = requests.counts;
                 stats.fuse_request_s = requests.seconds;
                 stats.fuse_under_way_seen = requests.under_way_seen;
+                stats.fuse_class_requests = requests.by_class;
                 return Ok(serde_json::to_vec(&stats).unwrap_or_default());
             }
             if ino.0 == 1 && name == CONTROL_XATTR {
@@ -860,9 +864,10 @@ impl Filesystem for TierFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let _answering = self.requests.answer(Req::Fallocate);
+        let answering = self.requests.answer(Req::Fallocate);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
+            answering.of_class(self.data_class(&h));
             let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);
             self.core.meta(MetaKind::Inode, h.ino, true);
             let id = Self::file_id(&h.file.metadata().map_err(errno)?);

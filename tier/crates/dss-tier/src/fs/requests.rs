@@ -2,6 +2,7 @@
 //! workload costs (a Swift PUT's, say) are the tier's main cost under small requests,
 //! and the time each kind takes to answer says which of them a writer waits on.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -27,10 +28,19 @@ requests! {
     Access => "access", Ioctl => "ioctl", Fallocate => "fallocate",
 }
 
+/// The kinds on a file's data, also timed per class of the file: where one class's
+/// files sit on the SSD and another's on the HDD, the kind's mean alone mixes them.
+const CLASSED: [Req; 4] = [Req::Read, Req::Write, Req::Fsync, Req::Fallocate];
+
+/// A count and a sum of nanoseconds.
+type Tally = [AtomicU64; 2];
+
 /// Counters per kind, bumped without a lock by whichever thread answers.
 pub(super) struct Requests {
     counts: [AtomicU64; NAMES.len()],
     nanos: [AtomicU64; NAMES.len()],
+    /// Per class id, per kind of `CLASSED`.
+    by_class: Vec<[Tally; CLASSED.len()]>,
     under_way: AtomicU64,
     under_way_seen: AtomicU64,
 }
@@ -46,6 +56,8 @@ pub(super) struct Snapshot {
     /// count, the concurrency an arrival met. Near `--threads`, requests were waiting in
     /// the kernel for a free thread, a wait no counter here sees.
     pub under_way_seen: u64,
+    /// Per class id, the data kinds' counts and seconds (classes seen at least once).
+    pub by_class: BTreeMap<String, BTreeMap<String, (u64, f64)>>,
 }
 
 /// One request being answered: its time is charged to its kind when it is dropped.
@@ -54,6 +66,7 @@ pub(super) struct Answering<'a> {
     kind: Req,
     started: Instant,
     replied: Option<Instant>,
+    class: Cell<Option<u8>>,
 }
 
 impl Answering<'_> {
@@ -61,6 +74,11 @@ impl Answering<'_> {
     /// request's time runs until then, while the thread counts as free at once.
     pub(super) fn replies_at(&mut self, at: Instant) {
         self.replied = Some(at);
+    }
+
+    /// The request is on the data of a file of CLASS.
+    pub(super) fn of_class(&self, class: u8) {
+        self.class.set(Some(class));
     }
 }
 
@@ -71,6 +89,12 @@ impl Drop for Answering<'_> {
             .map_or_else(Instant::now, |at| at.max(Instant::now()));
         let ns = end.duration_since(self.started).as_nanos() as u64;
         self.requests.nanos[self.kind as usize].fetch_add(ns, Ordering::Relaxed);
+        let classed = CLASSED.iter().position(|k| *k == self.kind);
+        if let (Some(class), Some(i)) = (self.class.get(), classed) {
+            let [n, sum] = &self.requests.by_class[usize::from(class)][i];
+            n.fetch_add(1, Ordering::Relaxed);
+            sum.fetch_add(ns, Ordering::Relaxed);
+        }
         self.requests.under_way.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -80,6 +104,9 @@ impl Requests {
         Requests {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             nanos: std::array::from_fn(|_| AtomicU64::new(0)),
+            by_class: (0..=u8::MAX)
+                .map(|_| std::array::from_fn(|_| Default::default()))
+                .collect(),
             under_way: AtomicU64::new(0),
             under_way_seen: AtomicU64::new(0),
         }
@@ -95,6 +122,7 @@ impl Requests {
             kind,
             started: Instant::now(),
             replied: None,
+            class: Cell::new(None),
         }
     }
 
@@ -109,6 +137,21 @@ impl Requests {
                 s.counts.insert(name.to_string(), n);
                 let ns = self.nanos[i].load(Ordering::Relaxed);
                 s.seconds.insert(name.to_string(), ns as f64 / 1e9);
+            }
+        }
+        for (class, tallies) in self.by_class.iter().enumerate() {
+            let kinds: BTreeMap<String, (u64, f64)> = CLASSED
+                .iter()
+                .zip(tallies)
+                .map(|(kind, [n, sum])| (kind, n.load(Ordering::Relaxed), sum))
+                .filter(|(_, n, _)| *n > 0)
+                .map(|(kind, n, sum)| {
+                    let s = sum.load(Ordering::Relaxed) as f64 / 1e9;
+                    (NAMES[*kind as usize].to_string(), (n, s))
+                })
+                .collect();
+            if !kinds.is_empty() {
+                s.by_class.insert(class.to_string(), kinds);
             }
         }
         s
@@ -164,5 +207,29 @@ mod tests {
         drop(r.answer(Req::Create));
         // 1 (the first alone), 2 (the second beside it), 1 (the third after both ended).
         assert_eq!(r.snapshot().under_way_seen, 4);
+    }
+
+    #[test]
+    fn data_requests_are_also_timed_by_their_file_s_class() {
+        let r = Requests::new();
+        for class in [25, 25, 28] {
+            r.answer(Req::Fsync).of_class(class);
+        }
+        r.answer(Req::Rename).of_class(25);
+        drop(r.answer(Req::Write));
+        let s = r.snapshot();
+        assert_eq!(s.by_class.keys().collect::<Vec<_>>(), ["25", "28"]);
+        assert_eq!(
+            s.by_class["25"].keys().collect::<Vec<_>>(),
+            ["fsync"],
+            "{s:?}"
+        );
+        assert_eq!(
+            (s.by_class["25"]["fsync"].0, s.by_class["28"]["fsync"].0),
+            (2, 1)
+        );
+        assert!(s.by_class["25"]["fsync"].1 > 0.0);
+        assert_eq!(s.counts["fsync"], 3, "the kind's own count has them all");
+        assert_eq!(s.counts["write"], 1);
     }
 }
