@@ -5,16 +5,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
-from swift_dss.testbed import congestion
-from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
-
-if TYPE_CHECKING:
-    from swift_dss.experiment.targets import TestbedDefaults
+from swift_dss.experiment.testbed_options import testbed_options
 
 #: The traffic study's phases on the testbed, in measured seconds.
 TESTBED_TRAFFIC_DURATION = 60.0
@@ -82,129 +78,6 @@ def make_scale(base: Scale, factor: float, **overrides: Any) -> Scale:
 )
 def experiment() -> None:
     pass
-
-
-def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
-    """--testbed, --dilation, --rate-scale and --repeats, handed to the command as one
-    ``testbed`` (a `Testbed`, DEFAULTS where the options leave it unsaid) and ``repeats``
-    (None: the testbed's default)."""
-
-    @functools.wraps(f)
-    def with_testbed(*args: Any, **kwargs: Any) -> Any:
-        from swift_dss.experiment.targets import Testbed
-
-        kind, k = kwargs.pop("testbed_kind"), kwargs.pop("dilation")
-        rate_scale = kwargs.pop("rate_scale")
-        models = {
-            m: kwargs.pop(m)
-            for m in (
-                "ssd_model",
-                "hdd_model",
-                "meta_memory",
-                "link_queue_ms",
-                "tcp_congestion",
-                "error_limit",
-            )
-        }
-        models = {m: spec for m, spec in models.items() if spec is not None}
-        if kind == "saio" and (k is not None or rate_scale is not None or models):
-            raise click.BadParameter(
-                "--dilation, --rate-scale, --ssd-model, --hdd-model, --meta-memory, "
-                "--link-queue-ms, --tcp-congestion and --error-limit are the emulated "
-                "testbed's (netns)"
-            )
-        settings = None
-        if kind == "netns":
-            scale_args = kwargs["scale_args"]
-            if rate_scale is None:
-                sizes = scale_args.size_scale or TESTBED_DEFAULT.size_scale
-                rate_scale = defaults.rate_scale(sizes)
-            # On the testbed --workers is each storage server's (the proxy keeps its own).
-            workers = scale_args.workers
-            base = Testbed("netns").settings or TestbedSettings()
-            settings = replace(
-                base,
-                dilation=k or defaults.dilation,
-                rate_scale=rate_scale,
-                server_workers=defaults.server_workers if workers is None else workers,
-                **models,
-            )
-            try:
-                settings.validate()
-                congestion.check(settings.tcp_congestion)
-            except (ValueError, congestion.CongestionError) as err:
-                raise click.BadParameter(str(err)) from err
-        return f(*args, testbed=Testbed(kind, settings), **kwargs)
-
-    with_testbed = click.option(
-        "--repeats",
-        type=click.IntRange(1, 30),
-        default=None,
-        help="runs of each configuration; with 2 or more, 95% intervals over the runs, "
-        "with 1, over the run's requests (bootstrap)  [default: 1]",
-    )(with_testbed)
-    for device, default in (("ssd", TestbedSettings.ssd_model), ("hdd", TESTBED_HDD)):
-        with_testbed = click.option(
-            f"--{device}-model",
-            default=None,
-            help=f"the testbed's dss-tier {device.upper()} model, before dilation "
-            f"(docs/tier.md)  [default: {default}]",
-        )(with_testbed)
-    with_testbed = click.option(
-        "--link-queue-ms",
-        type=float,
-        default=None,
-        help="each link's queue in the emulated testbed's milliseconds (tc's tbf latency, "
-        f"times K on the veths)  [default: {TestbedSettings.link_queue_ms:g}]",
-    )(with_testbed)
-    with_testbed = click.option(
-        "--tcp-congestion",
-        default=None,
-        help="every node's TCP congestion control (cubic: the paper's kernel's and "
-        "Debian's default), or '' for the host's  [default: the host's]",
-    )(with_testbed)
-    with_testbed = click.option(
-        "--error-limit",
-        type=int,
-        default=None,
-        help="the proxy's error_suppression_limit: a node with more errors than this "
-        "within error_suppression_interval is left out for that interval; a large value "
-        f"leaves none out  [default: Swift's {TestbedSettings.error_limit}]",
-    )(with_testbed)
-    with_testbed = click.option(
-        "--meta-memory",
-        default=None,
-        help="memory each storage node keeps file-system metadata in, whose reads then "
-        "reach neither the tier's cache nor a device model; 0 for none  "
-        f"[default: {TestbedSettings.meta_memory}]",
-    )(with_testbed)
-    follow = "the object size scale" if defaults.rates_follow_sizes else "1"
-    with_testbed = click.option(
-        "--rate-scale",
-        type=float,
-        default=None,
-        help="multiply every link rate and device transfer rate by this, in (0, 1], "
-        "before dilation; with the object size scale, a scaled object takes as long to "
-        "move as the full-size one on the paper's hardware, and bandwidths are read at "
-        f"the full sizes  [default: {follow}]",
-    )(with_testbed)
-    with_testbed = click.option(
-        "--dilation",
-        type=click.IntRange(1, 1000),
-        default=None,
-        help="time dilation factor K of the emulated testbed (links K times slower, "
-        f"devices K times slower, timeouts K times longer)  [default: {defaults.dilation}]",
-    )(with_testbed)
-    return click.option(
-        "--testbed",
-        "testbed_kind",
-        type=click.Choice(["saio", "netns"]),
-        default="netns",
-        show_default=True,
-        help="netns: the paper's testbed emulated (client, proxy and 4 storage nodes in "
-        "network namespaces, shaped links, time dilated); saio: the all-in-one cluster, "
-        "a quick mode",
-    )(with_testbed)
 
 
 def caching_testbed_options(f: Any) -> Any:

@@ -67,6 +67,9 @@ def test_mode_hdd_data_never_reaches_the_daemon(make_tier: MakeTier) -> None:  #
         else:
             # (Its reads come from the mount's page cache: the file was just written.)
             assert asked["write"] >= 8, asked
+            # Those writes, again by the class of the file (its size class as it grew).
+            by_class = s["fuse_class_requests"]
+            assert sum(k["write"][0] for k in by_class.values()) == asked["write"], by_class
         # Every kind it answered is timed (the stats read itself, a getxattr, is still
         # under way), and each arrival met itself at least.
         timed = s["fuse_request_s"]

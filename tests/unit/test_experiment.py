@@ -499,6 +499,8 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--testbed", "saio", "--error-limit", "100"], "are the emulated testbed's"),
         (["--error-limit", "-1"], "error_limit must be an integer from 0 to 1000000000"),
         (["--error-limit", "many"], "'many' is not a valid integer"),
+        (["--storage-rate", "fast"], "link rate 'fast' is not a number with a unit"),
+        (["--testbed", "saio", "--proxy-rate", "1gbit"], "are the emulated testbed's"),
         (["--cache-block", "3000"], "expected `scaled` or a power of two"),
         (["--cache-block", "256"], "expected `scaled` or a power of two"),
         (["--cache-block", "4k"], "expected `scaled` or a power of two"),

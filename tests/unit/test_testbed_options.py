@@ -1,0 +1,44 @@
+"""The experiments' testbed options reach the testbed's settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from click.testing import CliRunner
+
+from swift_dss.experiment import testbed_options as options
+from swift_dss.experiment.cli import scale_options
+from swift_dss.experiment.targets import TRAFFIC_TESTBED
+from swift_dss.testbed.settings import TestbedSettings
+
+
+def settings_from(args: list[str]) -> Any:
+    seen: list[Any] = []
+
+    @click.command()
+    @scale_options
+    @lambda f: options.testbed_options(f, TRAFFIC_TESTBED)
+    def command(scale_args: Any, testbed: Any, repeats: int | None) -> None:
+        seen.append(testbed.settings)
+
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 0, result.output
+    return seen[0]
+
+
+def test_link_rates_and_the_queue_reach_the_settings_and_the_rest_stay() -> None:
+    s = settings_from(
+        ["--storage-rate", "100mbit", "--proxy-rate", "1gbit", "--link-queue-ms", "50"]
+    )
+    assert (s.storage_rate, s.proxy_rate, s.link_queue_ms) == ("100mbit", "1gbit", 50.0)
+    assert s.client_rate == TestbedSettings.client_rate
+    assert s.dilation == TRAFFIC_TESTBED.dilation
+    # The rate that reaches tc is the given one, scaled and dilated as every other.
+    assert s.link_rate("s1") == s.dilated.rate(round(100e6 * s.rate_scale))
+    assert s.link_rate("client") == s.dilated.rate(round(10e9 * s.rate_scale))
+
+
+def test_without_the_options_the_testbed_keeps_its_rates() -> None:
+    s = settings_from([])
+    assert (s.client_rate, s.proxy_rate, s.storage_rate) == ("10gbit", "10gbit", "1gbit")
