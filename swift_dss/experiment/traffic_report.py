@@ -104,10 +104,13 @@ def tier_request_times(summary: dict[str, Any]) -> list[str]:
     rows = tier_requests.table([(run["name"], run.get("tier_requests")) for run in runs])
     if not rows:
         return []
-    # placement() lists the streams' classes in the streams' order.
-    names = dict(zip(runs[0]["placement"], summary["streams"], strict=True))
+    # placement() lists the streams' classes in the streams' order. Its keys are class
+    # numbers in a fresh run and strings once read back from JSON, as the daemons' are.
+    names = {str(c): s for c, s in zip(runs[0]["placement"], summary["streams"], strict=True)}
+    placed = [{str(c): tier for c, tier in run["placement"].items()} for run in runs]
     by_class = tier_requests.class_table(
-        [(run["name"], run.get("tier_requests"), run["placement"]) for run in runs], names
+        [(run["name"], run.get("tier_requests"), p) for run, p in zip(runs, placed, strict=True)],
+        names,
     )
     return [
         "The tier daemons' time per FUSE request, arrival to reply, over the whole run "

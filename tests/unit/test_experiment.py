@@ -424,7 +424,8 @@ def test_traffic_report_from_recorded_runs(tmp_path: Path) -> None:
             "devices": {"ssd": {"bytes": 1e6, "busy_s": 1.0}},
             "loadavg_before": [1.0],
             "loadavg_after": [1.0],
-            "placement": {"25": "ssd" if on_ssd else "hdd", "26": "hdd", "27": "hdd", "28": "hdd"},
+            # Class numbers, as a fresh run has them (read back from JSON, strings).
+            "placement": {25: "ssd" if on_ssd else "hdd", 26: "hdd", 27: "hdd", 28: "hdd"},
             "tier_requests": {
                 "kinds": {"fsync": {"n": 2, "mean_ms": 12.5, "total_s": 0.025}},
                 "classes": {"25": {"fsync": {"n": 2, "mean_ms": 12.5, "total_s": 0.025}}},
