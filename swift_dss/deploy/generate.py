@@ -214,7 +214,7 @@ def tier_command(inv: Inventory, dev: Device, mountpoint: str) -> list[str]:
         "--mode",
         opts.get("mode", "dss"),
     ]
-    for key in ("ssd_model", "hdd_model", "meta_memory"):
+    for key in ("ssd_model", "hdd_model", "meta_memory", "meta_writes"):
         if key in opts:
             cmd += [f"--{key.replace('_', '-')}", opts[key]]
     if config_true_value(opts.get("warm")):

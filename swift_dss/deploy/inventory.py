@@ -92,7 +92,7 @@ class Inventory:
     #: Extra [app:object-server] options of every storage node.
     object_server: dict[str, str] = field(default_factory=dict)
     #: dss-tier settings for tiered devices: mode, cache_size, policy, ssd_model, hdd_model,
-    #: meta_memory.
+    #: meta_memory, meta_writes.
     tier: dict[str, str] = field(default_factory=dict)
     #: tempauth users, "account:user" -> "key [groups]"; empty means no tempauth users.
     tempauth_users: dict[str, str] = field(default_factory=dict)

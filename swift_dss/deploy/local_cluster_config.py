@@ -74,10 +74,10 @@ class LocalClusterConfig(ClusterConfig):
     def tier_config(self) -> SaioConfig:
         """The tier settings in the form the all-in-one's tier mounting takes them."""
         ssd_model, hdd_model = self.tier_ssd_model, self.tier_hdd_model
-        meta_memory = self.tier_meta_memory
+        meta_memory, meta_writes = self.tier_meta_memory, "sync"
         if self.testbed is not None:
             ssd_model, hdd_model = self.testbed.models()
-            meta_memory = self.testbed.meta_memory
+            meta_memory, meta_writes = self.testbed.meta_memory, self.testbed.meta_writes
         return SaioConfig(
             dir=self.dir,
             tier_mode=self.tier_mode,
@@ -86,5 +86,6 @@ class LocalClusterConfig(ClusterConfig):
             tier_ssd_model=ssd_model,
             tier_hdd_model=hdd_model,
             tier_meta_memory=meta_memory,
+            tier_meta_writes=meta_writes,
             devices_size=self.devices_size,
         )

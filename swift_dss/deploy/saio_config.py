@@ -62,6 +62,8 @@ class SaioConfig(ClusterConfig):
     #: Memory each tier counts metadata as held in, unread from its cache and devices
     #: (dss-tier's --meta-memory; 0: none).
     tier_meta_memory: str = "0"
+    #: How each tier mount charges metadata writes (dss-tier's --meta-writes).
+    tier_meta_writes: str = "sync"
     devices: int = 1
     replicas: int = 1
     workers: int = 1
@@ -105,6 +107,7 @@ class SaioConfig(ClusterConfig):
             ssd_model=self.tier_ssd_model,
             hdd_model=self.tier_hdd_model,
             meta_memory=self.tier_meta_memory,
+            meta_writes=self.tier_meta_writes,
         )
 
     def validate(self) -> None:

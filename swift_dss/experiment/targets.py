@@ -145,6 +145,7 @@ def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
     unrecorded: dict[str, Any] = {
         "tcp_congestion": congestion.HOST_DEFAULT,
         "error_limit": SWIFT_ERROR_LIMIT,
+        "meta_writes": "sync",
     }
     if "link_queue_ms" not in settings:
         unrecorded["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))

@@ -12,6 +12,7 @@ import click
 from swift_dss.experiment.scale import TESTBED_DEFAULT
 from swift_dss.testbed import congestion
 from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
+from swift_dss.tierctl.options import META_WRITES
 
 if TYPE_CHECKING:
     from swift_dss.experiment.targets import TestbedDefaults
@@ -24,6 +25,7 @@ SETTINGS = (
     "ssd_model",
     "hdd_model",
     "meta_memory",
+    "meta_writes",
     "link_queue_ms",
     "tcp_congestion",
     "error_limit",
@@ -46,8 +48,8 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         if kind == "saio" and (k is not None or rate_scale is not None or given):
             raise click.BadParameter(
                 "--dilation, --rate-scale, the link rates, --ssd-model, --hdd-model, "
-                "--meta-memory, --link-queue-ms, --tcp-congestion and --error-limit are "
-                "the emulated testbed's (netns)"
+                "--meta-memory, --meta-writes, --link-queue-ms, --tcp-congestion and "
+                "--error-limit are the emulated testbed's (netns)"
             )
         settings = None
         if kind == "netns":
@@ -120,6 +122,15 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             help="memory each storage node keeps file-system metadata in, whose reads then "
             "reach neither the tier's cache nor a device model; 0 for none  "
             f"[default: {TestbedSettings.meta_memory}]",
+        ),
+        click.option(
+            "--meta-writes",
+            type=click.Choice(META_WRITES),
+            default=None,
+            help="how each storage node's tier charges metadata writes: sync, each waits "
+            "for its device; buffered, each keeps its device busy but returns at once, and "
+            f"an fsync waits for them, as ext4's journal does  [default: "
+            f"{TestbedSettings.meta_writes}]",
         ),
         click.option(
             "--error-limit",

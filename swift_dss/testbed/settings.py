@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from swift_dss.testbed.congestion import name_error
 from swift_dss.testbed.dilation import Dilation, DilationError, with_override
 from swift_dss.testbed.shaping import ShapingError, parse_rate
-from swift_dss.tierctl.options import meta_memory_error, model_error
+from swift_dss.tierctl.options import META_WRITES, meta_memory_error, model_error
 
 #: The paper's workers. On a 2-core machine 32 + 4 x 3 x 8 = 128 server processes would
 #: spend the cores switching between them, so the defaults below are scaled down.
@@ -106,6 +106,10 @@ class TestbedSettings:
     #: stayed in memory. dss-tier counts metadata reads of blocks held there as reaching
     #: neither its cache nor a device (its --meta-memory).
     meta_memory: str = "24GiB"
+    #: How dss-tier charges metadata writes (its --meta-writes): "sync", each waits for
+    #: its device; "buffered", each keeps its device busy but returns at once and an fsync
+    #: waits for them, as ext4's journal does.
+    meta_writes: str = "sync"
     #: Every byte rate (each link; each device model's transfer rates and byte gaps,
     #: dss-tier's `rate_scale`) times this, before dilation. Set to a workload's object
     #: size scale, a scaled object's transfer takes as long as the full-size one's on the
@@ -135,6 +139,10 @@ class TestbedSettings:
         for which, spec in (("SSD", self.ssd_model), ("HDD", self.hdd_model)):
             if reason := model_error(which, spec):
                 raise TestbedError(reason)
+        if self.meta_writes not in META_WRITES:
+            raise TestbedError(
+                f"meta_writes must be one of {', '.join(META_WRITES)}, not {self.meta_writes!r}"
+            )
         if reason := meta_memory_error(self.meta_memory):
             raise TestbedError(reason)
         for name in ("proxy_workers", "server_workers"):

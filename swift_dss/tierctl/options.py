@@ -37,6 +37,8 @@ class MountOptions:
     hdd_model: str | None = None
     #: Memory holding file-system metadata (dss-tier's --meta-memory).
     meta_memory: str | None = None
+    #: How metadata writes are charged (dss-tier's --meta-writes: sync or buffered).
+    meta_writes: str | None = None
     #: Further arguments as they are (e.g. "--warm").
     extra: tuple[str, ...] = ()
 
@@ -47,6 +49,7 @@ class MountOptions:
             ("--ssd-model", self.ssd_model),
             ("--hdd-model", self.hdd_model),
             ("--meta-memory", self.meta_memory),
+            ("--meta-writes", self.meta_writes),
         ):
             if value is not None:
                 out += [flag, value]
@@ -60,6 +63,10 @@ def mount_command(
     return [
         binary, "mount", "--ssd", str(ssd), "--hdd", str(hdd), *options.args(), str(mountpoint)
     ]  # fmt: skip
+
+
+#: dss-tier's --meta-writes values.
+META_WRITES = ("sync", "buffered")
 
 
 def meta_memory_error(text: str) -> str | None:

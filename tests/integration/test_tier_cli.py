@@ -391,3 +391,34 @@ def test_bad_input_on_a_mount(make_tier: MakeTier, tmp_path: Path) -> None:  # n
         line = refused(run(*args))
         assert why in line, (args, line)
     assert tier.stats()["mode"] == "dss"
+
+
+def test_buffered_metadata_writes_are_charged_as_written_through_ones(make_tier: MakeTier) -> None:  # noqa: F811
+    """--meta-writes buffered changes when a metadata write's caller goes on, not what the
+    device is charged: the same creates, xattrs and renames cost the HDD model the same
+    writes either way, and every file is there, fsynced, after a remount."""
+    charged = {}
+    for how in ("sync", "buffered"):
+        tier = make_tier(how)
+        extra = ("--hdd-model", "st1000nm0011", "--meta-writes", how)
+        tier.mount(mode="hdd", extra=extra)
+        before = tier.stats()["devices"]["hdd"]["write_ops"]
+        (tier.mnt / "d").mkdir()
+        for i in range(8):
+            tmp = tier.mnt / "d" / f".tmp{i}"
+            tmp.write_bytes(b"x" * 100)
+            os.setxattr(tmp, "user.meta", b"y" * 300)
+            tmp.rename(tier.mnt / "d" / f"f{i}")
+        fd = os.open(tier.mnt / "d" / "f7", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        charged[how] = tier.stats()["devices"]["hdd"]["write_ops"] - before
+        tier.umount()
+        tier.mount(mode="hdd", extra=extra)
+        assert sorted(p.name for p in (tier.mnt / "d").iterdir()) == [f"f{i}" for i in range(8)]
+        assert os.getxattr(tier.mnt / "d" / "f3", "user.meta") == b"y" * 300
+        tier.umount()
+    assert charged["sync"] >= 8 * 3, charged
+    assert charged["buffered"] == charged["sync"], charged

@@ -502,6 +502,8 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--error-limit", "many"], "'many' is not a valid integer"),
         (["--storage-rate", "fast"], "link rate 'fast' is not a number with a unit"),
         (["--testbed", "saio", "--proxy-rate", "1gbit"], "are the emulated testbed's"),
+        (["--meta-writes", "lazy"], "'lazy' is not one of 'sync', 'buffered'"),
+        (["--testbed", "saio", "--meta-writes", "buffered"], "are the emulated testbed's"),
         (["--cache-block", "3000"], "expected `scaled` or a power of two"),
         (["--cache-block", "256"], "expected `scaled` or a power of two"),
         (["--cache-block", "4k"], "expected `scaled` or a power of two"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -42,3 +43,14 @@ def test_link_rates_and_the_queue_reach_the_settings_and_the_rest_stay() -> None
 def test_without_the_options_the_testbed_keeps_its_rates() -> None:
     s = settings_from([])
     assert (s.client_rate, s.proxy_rate, s.storage_rate) == ("10gbit", "10gbit", "1gbit")
+    assert s.meta_writes == "sync"
+
+
+def test_buffered_metadata_writes_reach_each_tier_mount(tmp_path: Path) -> None:
+    from swift_dss.deploy.local_cluster_config import LocalClusterConfig
+
+    s = settings_from(["--meta-writes", "buffered"])
+    assert s.meta_writes == "buffered"
+    cfg = LocalClusterConfig(dir=tmp_path, tier_mode="dss", testbed=s)
+    args = cfg.tier_config().tier_options().args()
+    assert args[args.index("--meta-writes") + 1] == "buffered"

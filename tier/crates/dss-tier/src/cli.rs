@@ -1,7 +1,7 @@
 //! The command line of `dss-tier`: its commands, their options and how each value is
 //! checked, before anything is done.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use dss_engine::Mode;
 use dss_engine::device::Model;
 use std::path::PathBuf;
@@ -19,6 +19,15 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How metadata writes are charged (`--meta-writes`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaWrites {
+    /// Each waits for its device.
+    Sync,
+    /// Each keeps its device busy but returns at once; fsync waits for them.
+    Buffered,
 }
 
 #[derive(Subcommand, Debug)]
@@ -79,6 +88,11 @@ pub struct MountArgs {
     /// device model. 0 sends every one through the cache
     #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_size)]
     pub meta_memory: u64,
+    /// Metadata writes (creates, renames, xattrs): `sync` makes each wait for its
+    /// device; `buffered` charges the device but returns at once, and an fsync waits for
+    /// them, as ext4's journal does
+    #[arg(long, value_name = "HOW", default_value = "sync")]
+    pub meta_writes: MetaWrites,
     /// FUSE threads: requests served at once (a Swift node has up to 3 x 8 workers)
     #[arg(long, value_name = "N", default_value_t = 32,
           value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -227,7 +241,7 @@ mod tests {
     fn mount_takes_what_the_python_side_passes() {
         let line = format!(
             "{MOUNT} --mode lru --ssd-model intel710 --hdd-model st1000nm0011:dilation=2 \
-             --meta-memory 24GiB --warm --daemon /mnt"
+             --meta-memory 24GiB --meta-writes buffered --warm --daemon /mnt"
         );
         let Command::Mount(m) = parse(&line).unwrap() else {
             panic!("not a mount")
@@ -239,12 +253,14 @@ mod tests {
         assert!(m.warm && m.daemon);
         assert_eq!((m.ssd_model.as_str(), m.threads), ("intel710", 32));
         assert_eq!(m.meta_memory, 24 << 30);
+        assert_eq!(m.meta_writes, MetaWrites::Buffered);
         // The mount point may come first too.
         let Command::Mount(m) = parse(&format!("mount /mnt {}", &MOUNT[6..])).unwrap() else {
             panic!("not a mount")
         };
         assert_eq!((m.mode, m.ssd_model.as_str()), (None, "none"));
         assert_eq!(m.meta_memory, 0);
+        assert_eq!(m.meta_writes, MetaWrites::Sync);
     }
 
     #[test]
@@ -274,6 +290,10 @@ mod tests {
             };
             assert_eq!(kind(&line), ErrorKind::ValueValidation, "{bad}");
         }
+        assert_eq!(
+            kind(&format!("{MOUNT} --meta-writes lazy /m")),
+            ErrorKind::InvalidValue
+        );
         assert_eq!(
             kind(&format!("{MOUNT} --bogus /m")),
             ErrorKind::UnknownArgument

@@ -158,7 +158,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
             fsck::loss_report_path(&hdd).display()
         );
     }
-    let (core, replay) = core::Core::open(
+    let (mut core, replay) = core::Core::open(
         &resolved,
         &policy.name,
         policy.classify.clone(),
@@ -171,6 +171,9 @@ fn mount(m: MountArgs) -> Result<(), String> {
         m.warm,
     )
     .map_err(|e| format!("{}: {e}", m.ssd.display()))?;
+    if m.meta_writes == cli::MetaWrites::Buffered {
+        core.buffer_meta_writes();
+    }
     if replay.clean_restored > 0 {
         eprintln!(
             "dss-tier: warm start: {} clean blocks kept from the last clean unmount",

@@ -150,6 +150,7 @@ impl Core {
             // A modelled HDD's page cache may hold the file's pages whichever path wrote
             // them (bypass or write-back): an fsync forces them out there too.
             let done = done.max(self.hdd_synced(&mut g, [id]));
+            let done = done.max(g.meta_written);
             drop(g);
             if hdd {
                 if datasync {

@@ -46,7 +46,38 @@ impl Core {
     pub fn meta(&self, kind: MetaKind, ino: u64, write: bool) {
         let mut g = self.inner.lock().unwrap();
         let done = self.meta_io(&mut g, kind, ino, write, true);
+        let done = if write {
+            self.meta_write_done(&mut g, done)
+        } else {
+            done
+        };
         self.meta_done(g, done);
+    }
+
+    /// Metadata writes from now on are buffered: each is charged to its device, which
+    /// it keeps busy, but its caller goes on at once, and an fsync waits for them all.
+    /// That is ext4's way: a create or a rename changes blocks in memory and the
+    /// journal's commit writes them, so only a sync waits for a disk. Written through,
+    /// each create waited for its device, and since the kernel holds the directory's lock
+    /// through a create, every upload of a node queued on its temporary directory.
+    pub fn buffer_meta_writes(&mut self) {
+        self.meta_buffered = true;
+    }
+
+    /// Wait until the buffered metadata writes so far are on their devices (a directory's
+    /// fsync); at once when metadata is written through.
+    pub fn meta_synced(&self) {
+        let done = self.inner.lock().unwrap().meta_written;
+        self.wait_until(done);
+    }
+
+    /// When the caller of a metadata write that completes at DONE may go on.
+    fn meta_write_done(&self, g: &mut Inner, done: u64) -> u64 {
+        if !self.meta_buffered {
+            return done;
+        }
+        g.meta_written = g.meta_written.max(done);
+        self.now()
     }
 
     /// A new inode is written, and a new directory's first block: the lookups that follow
@@ -59,6 +90,7 @@ impl Core {
         if directory {
             done = done.max(self.meta_io(&mut g, MetaKind::Directory, ino, true, true));
         }
+        let done = self.meta_write_done(&mut g, done);
         self.meta_done(g, done);
     }
 

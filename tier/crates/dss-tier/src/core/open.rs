@@ -161,6 +161,7 @@ impl Core {
             room_queue: Default::default(),
             next_waiter: 0,
             meta_memory: MetaMemory::new((meta_memory / bs) as usize),
+            meta_written: 0,
         };
         let core = Core {
             inner: Mutex::new(inner),
@@ -180,6 +181,7 @@ impl Core {
             classify,
             ssd_model: ssd_model.to_string(),
             hdd_model: hdd_model.to_string(),
+            meta_buffered: false,
         };
         {
             let mut g = core.inner.lock().unwrap();

@@ -63,6 +63,9 @@ pub(super) struct Inner {
     pub(super) next_waiter: u64,
     /// Metadata blocks the host's memory holds (`--meta-memory`).
     pub(super) meta_memory: MetaMemory,
+    /// With buffered metadata writes, the modelled time the last of them is on its
+    /// device: an fsync waits for it, as ext4's waits for the journal's commit.
+    pub(super) meta_written: u64,
 }
 
 /// The cache of one mount, shared by the FUSE threads and the syncer.
@@ -91,6 +94,9 @@ pub struct Core {
     pub(super) classify: Classify,
     pub(super) ssd_model: String,
     pub(super) hdd_model: String,
+    /// Metadata writes return at once, their device time charged but not waited for
+    /// (`--meta-writes buffered`).
+    pub(super) meta_buffered: bool,
 }
 
 impl Core {

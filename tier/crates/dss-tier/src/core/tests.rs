@@ -828,3 +828,35 @@ fn the_patience_for_room_stretches_with_the_models_dilation() {
         .0;
     assert_eq!(dilated.patience, base * 4);
 }
+
+#[test]
+fn buffered_metadata_writes_keep_the_device_busy_and_only_an_fsync_waits_for_them() {
+    let d = Dirs::new("meta-buffered");
+    // An HDD slowed thirtyfold: a metadata write there takes a quarter of a second.
+    let models = ("none", "st1000nm0011:dilation=30");
+    let written = |core: &Core| dev_ops(core, "hdd").1;
+    // Written through, a create returns once its write is on the device.
+    let (core, _) = d.open_memory(POLICY, 1 << 20, Mode::Hdd, false, models, 0);
+    core.meta_created(100, false);
+    assert_eq!(written(&core), 1);
+    assert_eq!(
+        core.inner.lock().unwrap().meta_written,
+        0,
+        "nothing left pending"
+    );
+    drop(core);
+    // Buffered, it is charged to the device all the same, but returns before it is done.
+    let (mut core, _) = d.open_memory(POLICY, 1 << 20, Mode::Hdd, false, models, 0);
+    core.buffer_meta_writes();
+    core.meta_created(200, false);
+    assert_eq!(written(&core), 1);
+    let pending = core.inner.lock().unwrap().meta_written;
+    assert!(
+        pending > core.now(),
+        "the caller went on before its device finished"
+    );
+    // A file's fsync waits for it, as ext4's waits for the journal's commit.
+    let (f, ino) = d.file("f");
+    core.sync_file(ino, &f, false).unwrap();
+    assert!(core.now() >= pending);
+}

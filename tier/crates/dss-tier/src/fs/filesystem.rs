@@ -654,6 +654,7 @@ impl Filesystem for TierFs {
         reply: ReplyEmpty,
     ) {
         let _answering = self.requests.answer(Req::Fsyncdir);
+        self.core.meta_synced();
         match self
             .path(ino)
             .and_then(|p| File::open(p).and_then(|d| d.sync_all()).map_err(errno))
