@@ -572,8 +572,9 @@ impl Filesystem for TierFs {
         let answering = self.requests.answer(Req::Fsync);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
-            answering.of_class(self.data_class(&h));
-            let id = Self::file_id(&h.file.metadata().map_err(errno)?);
+            let md = h.file.metadata().map_err(errno)?;
+            answering.of_class(self.data_class_of(&h, &md));
+            let id = Self::file_id(&md);
             if h.passthrough {
                 // The kernel wrote the HDD file itself, unseen.
                 self.core.hdd_changed(id);
@@ -868,10 +869,11 @@ impl Filesystem for TierFs {
         let answering = self.requests.answer(Req::Fallocate);
         let run = || -> Result<(), Errno> {
             let h = self.handles.get(fh)?;
-            answering.of_class(self.data_class(&h));
+            let md = h.file.metadata().map_err(errno)?;
+            answering.of_class(self.data_class_of(&h, &md));
             let flags = rustix::fs::FallocateFlags::from_bits_truncate(mode as u32);
             self.core.meta(MetaKind::Inode, h.ino, true);
-            let id = Self::file_id(&h.file.metadata().map_err(errno)?);
+            let id = Self::file_id(&md);
             self.core
                 .fallocate(id, &h.file, offset, length, flags)
                 .map_err(errno)

@@ -137,11 +137,17 @@ impl TierFs {
 
     /// Class of data I/O on `h`: its own, or the policy's default for the file.
     pub(super) fn data_class(&self, h: &Handle) -> u8 {
+        self.class_or_default(h, || h.file.metadata().map(|m| m.size()).unwrap_or(0))
+    }
+
+    /// `data_class` of a file whose metadata the caller has already read.
+    pub(super) fn data_class_of(&self, h: &Handle, md: &fs::Metadata) -> u8 {
+        self.class_or_default(h, || md.size())
+    }
+
+    fn class_or_default(&self, h: &Handle, size: impl FnOnce() -> u64) -> u8 {
         match h.class.load(Ordering::Relaxed) {
-            0 => {
-                let size = h.file.metadata().map(|m| m.size()).unwrap_or(0);
-                self.core.default_class(&h.name.to_string_lossy(), size)
-            }
+            0 => self.core.default_class(&h.name.to_string_lossy(), size()),
             c => c,
         }
     }
