@@ -24,7 +24,14 @@ from swift.common.utils import config_true_value
 from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices
-from swift_dss.deploy.swift_config import PIPELINE, ini_lines, ini_value, render_text
+from swift_dss.deploy.swift_config import (
+    OBJECT_PIPELINE,
+    PIPELINE,
+    ini_lines,
+    ini_value,
+    render_text,
+    timed_pipelines,
+)
 
 #: Storage node daemons: (unit name, console script, config file).
 STORAGE_DAEMONS = (
@@ -82,6 +89,13 @@ def _common(inv: Inventory, paths: NodePaths, node: str) -> dict[str, object]:
     }
 
 
+def pipelines(inv: Inventory) -> tuple[str, str]:
+    """The proxies' and object servers' pipelines."""
+    if inv.cluster.put_timing:
+        return timed_pipelines(PIPELINE, OBJECT_PIPELINE)
+    return PIPELINE, OBJECT_PIPELINE
+
+
 def proxy_configs(
     inv: Inventory, proxy: ProxyNode, paths: NodePaths, bind_ip: str | None = None
 ) -> dict[str, str]:
@@ -93,7 +107,7 @@ def proxy_configs(
         "proxy_settings": ini_lines(inv.proxy_server),
         "bind_ip": bind_ip or proxy.bind_ip,
         "bind_port": proxy.port,
-        "pipeline": PIPELINE,
+        "pipeline": pipelines(inv)[0],
         "dss_settings": ini_lines(inv.dss),
         "memcache_servers": ini_value(",".join(inv.memcache_servers)),
         "memcache_settings": ini_lines(inv.memcache),
@@ -127,6 +141,7 @@ def storage_configs(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict
             {
                 **common,
                 "bind_port": ports["object"],
+                "pipeline": pipelines(inv)[1],
                 "object_settings": ini_lines(object_settings),
                 "replicator_settings": ini_lines(replicator),
             },

@@ -69,6 +69,8 @@ class Cluster:
     user: str = "swift"
     bin_dir: str = "/usr/local/bin"
     mount_check: bool = True
+    #: put_timing in the proxy and object pipelines: a log line per PUT with its steps.
+    put_timing: bool = False
     workers: str = "auto"
     #: The proxies' workers; empty: the same as every other server's.
     proxy_workers: str = ""
@@ -227,10 +229,10 @@ def parse_cluster(data: Any) -> Cluster:
             cluster.replicator = _strings(value, "cluster.replicator")
         elif key in ("replicas", "part_power", "min_part_hours"):
             setattr(cluster, key, _int(value, f"cluster.{key}", 0, 32))
-        elif key == "mount_check":
+        elif key in ("mount_check", "put_timing"):
             if not isinstance(value, bool):
-                raise InventoryError("cluster.mount_check must be true or false")
-            cluster.mount_check = value
+                raise InventoryError(f"cluster.{key} must be true or false")
+            setattr(cluster, key, value)
         else:
             setattr(cluster, key, str(value))
     if cluster.replicas < 1:

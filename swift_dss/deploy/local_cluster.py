@@ -129,6 +129,8 @@ class LocalCluster(NodeDevices, TestbedNodes):
             # Tier devices are mounts: a node whose tier is down answers 507 rather than
             # write into the bare mount point. Plain devices are directories on a tmpfs.
             mount_check=self.cfg.tier_mode is not None,
+            # The testbed's runs say where their PUTs waited.
+            put_timing=testbed is not None,
             workers=workers,
             proxy_workers="" if testbed is None else str(testbed.proxy_workers),
             memcache_servers=[f"127.0.0.1:{st['memcached_port']}"],

@@ -18,6 +18,21 @@ PIPELINE = (
     "account-quotas slo dlo versioned_writes symlink dss proxy-logging proxy-server"
 )
 
+#: The object servers' pipeline.
+OBJECT_PIPELINE = "healthcheck recon object-server"
+#: The filter that logs a PUT's steps (swift_dss.put_timing).
+PUT_TIMING = "put_timing"
+
+
+def timed_pipelines(proxy: str, obj: str) -> tuple[str, str]:
+    """PROXY and OBJ with put_timing: in the proxy after the first proxy-logging (past
+    catch_errors, which names the transaction), in the object server before the app."""
+    head, sep, tail = proxy.partition("proxy-logging ")
+    if not sep:
+        raise ValueError(f"no proxy-logging in the proxy pipeline: {proxy!r}")
+    app = obj.rsplit(" ", 1)
+    return f"{head}{sep}{PUT_TIMING} {tail}", f"{app[0]} {PUT_TIMING} {app[-1]}"
+
 
 def current_user() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name

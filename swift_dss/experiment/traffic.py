@@ -26,7 +26,7 @@ from rich.console import Console
 
 from swift_dss import children
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment import plots, policy_file, server_times, tier_requests
+from swift_dss.experiment import plots, policy_file, put_waits, server_times, tier_requests
 from swift_dss.experiment.cluster import ClusterSpec
 from swift_dss.experiment.scale import Scale, paper_workload, split_containers
 from swift_dss.experiment.summary import at_real_speed, phase_row, steady_or_whole
@@ -305,6 +305,7 @@ def run_one(
         "failures_all_phases": sum(s["failures_all_phases"] for s in streams.values()),
         "devices": devices,
         "server_times": server_times.from_cluster(run_dir / "cluster", k),
+        "put_waits": put_waits.by_stream(put_waits.from_cluster(run_dir / "cluster"), k),
         "tier_requests": tier_requests.delta(after, before, k),
         "testbed": testbed.to_json(),
         **testbed.tcp(),

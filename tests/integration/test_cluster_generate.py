@@ -97,6 +97,36 @@ def test_operator_object_server_options_win(tmp_path: Path) -> None:
     assert conf["app:object-server"]["network_chunk_size"] == "262144"
 
 
+def test_put_timing_joins_the_proxy_and_object_pipelines_only_when_set(
+    tmp_path: Path, tree: Path
+) -> None:
+    def pipelines(root: Path) -> tuple[list[str], list[str]]:
+        etc = root / "nodes"
+        proxy = ini(etc / "proxy1" / "etc" / "swift" / "proxy-server.conf")
+        obj = ini(etc / "store1" / "etc" / "swift" / "object-server.conf")
+        assert obj["filter:put_timing"]["use"] == "egg:swift_dss#put_timing"
+        assert proxy["filter:put_timing"]["use"] == "egg:swift_dss#put_timing"
+        return (
+            proxy["pipeline:main"]["pipeline"].split(),
+            obj["pipeline:main"]["pipeline"].split(),
+        )
+
+    proxy, obj = pipelines(tree)
+    assert "put_timing" not in proxy and obj == ["healthcheck", "recon", "object-server"]
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["cluster"]["put_timing"] = True
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    timed_proxy, timed_obj = pipelines(out)
+    # Past catch_errors (the transaction id), before the controllers; the rest unchanged.
+    at = timed_proxy.index("put_timing")
+    assert timed_proxy[:at] == proxy[:at] and timed_proxy[at + 1 :] == proxy[at:]
+    assert timed_proxy.index("catch_errors") < at < timed_proxy.index("proxy-server")
+    assert timed_obj == ["healthcheck", "recon", "put_timing", "object-server"]
+
+
 def test_warm_tier_setting_reaches_the_mount_command(tmp_path: Path) -> None:
     raw = yaml.safe_load(EXAMPLE.read_text())
     raw["tier"]["warm"] = True
@@ -166,6 +196,7 @@ BAD_INVENTORIES = [
     ({"no_hash": True}, "hash_path_prefix"),
     ({"unknown": True}, "unknown key"),
     ({"memcache_list": True}, "memcache"),
+    ({"put_timing": "yes"}, "cluster.put_timing must be true or false"),
 ]
 
 
@@ -185,6 +216,8 @@ def test_bad_inventory_is_refused_with_a_reason(change: dict, words: str) -> Non
         del data["cluster"]["hash_path_prefix"], data["cluster"]["hash_path_suffix"]
     if "unknown" in change:
         data["storage"][0]["rack"] = 7
+    if "put_timing" in change:
+        data["cluster"]["put_timing"] = change["put_timing"]
     if "memcache_list" in change:
         data["memcache"] = ["memcache_max_connections", 8]
     with pytest.raises(InventoryError, match=words):

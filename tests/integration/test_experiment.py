@@ -150,6 +150,11 @@ def test_traffic_on_the_testbed(tmp_path: Path) -> None:
     for run in summary["runs"]:
         assert run["put_mbps"] > 0 and run["testbed"]["dilation"] == 2
         assert run["utilisation"]["run"]["links"]["client"] > 0
+        # Each Files PUT the proxy answered is joined with its one replica's steps.
+        files = run["put_waits"]["files"]
+        assert files["n"] > 0 and files["replica_1st"] <= files["proxy"]
+        assert "replica_2nd" not in files
+    assert "Files PUTs step by step" in (out / "report.md").read_text()
 
 
 @pytest.mark.timeout(900)

@@ -18,6 +18,7 @@ from swift_dss.bench.links import transfer
 from swift_dss.deploy.deploy_cli import deploy, describe
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.netns import Network
+from swift_dss.experiment import put_waits
 from swift_dss.testbed import congestion, shaping
 from swift_dss.testbed.settings import TestbedSettings
 
@@ -173,3 +174,19 @@ def test_proxy_and_client_have_namespaces_and_a_client_put_get_works(
     assert got.stdout == body
     listing = json.loads(curl("-H", f"X-Auth-Token: {token}", f"{url}/tb?format=json").stdout)
     assert [o["name"] for o in listing] == ["obj"]
+    # The testbed times every PUT's steps: the proxy's line and one per replica, on one
+    # clock, in the order a PUT crosses them.
+    puts = put_waits.from_cluster(testbed.dir)
+    (timed,) = [p for p in puts if p.proxy["path"].endswith("/tb/obj")]
+    assert len(timed.replicas) == 3 and timed.proxy["bytes"] == len(body)
+    end = timed.proxy["start"] + timed.proxy["done"]
+    for rep in timed.replicas:
+        assert rep["bytes"] == len(body) and rep["txn"] == timed.proxy["txn"]
+        # Every replica asked for the body (100-continue) before the proxy read the client's.
+        assert (
+            timed.proxy["start"]
+            < rep["start"] + rep["ready"]
+            < timed.proxy["start"] + timed.proxy["ready"]
+        )
+        assert 0 < rep["ready"] <= rep["body"] <= rep["body_end"] <= rep["done"]
+        assert rep["start"] + rep["done"] <= end
