@@ -86,13 +86,21 @@ def test_object_servers_of_tiered_nodes_write_in_large_pieces(tree: Path) -> Non
     assert "cooperative_period" not in options("store4")
 
 
-def test_operator_object_server_options_win(tmp_path: Path) -> None:
+def generated_with(tmp_path: Path, change: Callable[[dict], None]) -> Path:
+    """The tree generated from the example inventory after CHANGE."""
     raw = yaml.safe_load(EXAMPLE.read_text())
-    raw["object_server"]["network_chunk_size"] = 262144
+    change(raw)
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
     out = tmp_path / "out"
     result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    return out
+
+
+def test_operator_object_server_options_win(tmp_path: Path) -> None:
+    out = generated_with(
+        tmp_path, lambda raw: raw["object_server"].update(network_chunk_size=262144)
+    )
     conf = ini(out / "nodes" / "store1" / "etc" / "swift" / "object-server.conf")
     assert conf["app:object-server"]["network_chunk_size"] == "262144"
 
@@ -113,12 +121,7 @@ def test_put_timing_joins_the_proxy_and_object_pipelines_only_when_set(
 
     proxy, obj = pipelines(tree)
     assert "put_timing" not in proxy and obj == ["healthcheck", "recon", "object-server"]
-    raw = yaml.safe_load(EXAMPLE.read_text())
-    raw["cluster"]["put_timing"] = True
-    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
-    out = tmp_path / "out"
-    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    out = generated_with(tmp_path, lambda raw: raw["cluster"].update(put_timing=True))
     timed_proxy, timed_obj = pipelines(out)
     # Past catch_errors (the transaction id), before the controllers; the rest unchanged.
     at = timed_proxy.index("put_timing")
@@ -128,12 +131,7 @@ def test_put_timing_joins_the_proxy_and_object_pipelines_only_when_set(
 
 
 def test_warm_tier_setting_reaches_the_mount_command(tmp_path: Path) -> None:
-    raw = yaml.safe_load(EXAMPLE.read_text())
-    raw["tier"]["warm"] = True
-    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(raw))
-    out = tmp_path / "out"
-    result = CliRunner().invoke(deploy, ["generate", str(tmp_path / "inv.yaml"), "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    out = generated_with(tmp_path, lambda raw: raw["tier"].update(warm=True))
     units = out / "nodes" / "store1" / "etc" / "systemd" / "system"
     argv = shlex.split(ini(units / "dss-tier-d1.service")["Service"]["ExecStart"])
     assert argv[-2:] == ["--warm", "/srv/node/d1"]
