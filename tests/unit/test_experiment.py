@@ -783,7 +783,7 @@ def test_the_traffic_testbed_scales_rates_with_the_sizes(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     testbed = json.loads((tmp_path / "summary.json").read_text())["setup"]["testbed"]
     got = testbed["settings"]
-    assert (got["rate_scale"], got["server_workers"], testbed["dilation"]) == (0.1, 8, 4)
+    assert (got["rate_scale"], got["server_workers"], testbed["dilation"]) == (0.1, 8, 8)
 
 
 @pytest.mark.parametrize(
