@@ -10,12 +10,14 @@ from outside the server: the first ``read`` of ``wsgi.input`` (which makes event
 changes nothing in the request or the response.
 
 Place it in the proxy after ``catch_errors`` (which gives the transaction id) and before
-the controllers, and in the object server just before the app::
+the controllers, and in the object server just before the app. In the container server it
+times the object servers' container updates, which carry their PUT's transaction id::
 
     [pipeline:main]
     pipeline = catch_errors gatekeeper healthcheck proxy-logging put_timing cache ...
-    # object-server.conf:
+    # object-server.conf, container-server.conf:
     pipeline = healthcheck recon put_timing object-server
+    pipeline = healthcheck recon put_timing container-server
 
     [filter:put_timing]
     use = egg:swift_dss#put_timing
@@ -24,9 +26,9 @@ the controllers, and in the object server just before the app::
 
 Each timed request logs one INFO line through the server's logger::
 
-    put_timing {"txn": "tx...", "path": "/v1/AUTH_a/c/o", "status": 201, "start": 1764.3,
-                "ready": 0.004, "body": 0.011, "body_end": 0.012, "done": 0.035,
-                "bytes": 65536}
+    put_timing {"txn": "tx...", "path": "/d1/42/AUTH_a/c/o", "host": "10.0.0.11:6200",
+                "remote": "10.0.0.2", "status": 201, "start": 1764.3, "ready": 0.004,
+                "body": 0.011, "body_end": 0.012, "done": 0.035, "bytes": 65536}
 
 ``start`` is the epoch time the request reached the filter; the other times are seconds
 after it, ``null`` for a step the request never reached (a PUT refused before its body).
@@ -92,16 +94,20 @@ class TimedInput:
 
 
 def record(
-    txn: str, path: str, status: int | None, start: float, steps: TimedInput, done: float
+    env: dict[str, Any], status: int | None, start: float, steps: TimedInput, done: float
 ) -> dict[str, Any]:
-    """The logged record of one request: moments as seconds after START."""
+    """The logged record of one request: who sent it to whom, and its moments as seconds
+    after START."""
 
     def after(moment: float | None) -> float | None:
         return None if moment is None else round(moment - start, 6)
 
     return {
-        "txn": txn,
-        "path": path,
+        "txn": env.get("swift.trans_id") or env.get(TRANS_ID_HEADER) or "-",
+        "path": env.get("PATH_INFO", ""),
+        # A backend request names its server in Host (ip:port); the sender is the peer.
+        "host": env.get("HTTP_HOST"),
+        "remote": env.get("REMOTE_ADDR"),
         "status": status,
         "start": round(start, 6),
         "ready": after(steps.ready),
@@ -131,8 +137,7 @@ class PutTimingMiddleware:
         body = ctx._app_call(env)
         done = self.clock()
         status = int(ctx._response_status.split(" ", 1)[0]) if ctx._response_status else None
-        txn = env.get("swift.trans_id") or env.get(TRANS_ID_HEADER) or "-"
-        line = record(txn, env.get("PATH_INFO", ""), status, start, steps, done)
+        line = record(env, status, start, steps, done)
         self.logger.info("%s %s", LOG_TAG, json.dumps(line, separators=(", ", ": ")))
         start_response(ctx._response_status, ctx._response_headers, ctx._response_exc_info)
         return body

@@ -25,12 +25,14 @@ from swift_dss.deploy.inventory import Device, Inventory, ProxyNode, StorageNode
 from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.rings import RING_NAMES, build_ring_from_devices
 from swift_dss.deploy.swift_config import (
+    CONTAINER_PIPELINE,
     OBJECT_PIPELINE,
     PIPELINE,
     ini_lines,
     ini_value,
     render_text,
-    timed_pipelines,
+    timed_proxy,
+    timed_server,
 )
 
 #: Storage node daemons: (unit name, console script, config file).
@@ -89,11 +91,13 @@ def _common(inv: Inventory, paths: NodePaths, node: str) -> dict[str, object]:
     }
 
 
-def pipelines(inv: Inventory) -> tuple[str, str]:
-    """The proxies' and object servers' pipelines."""
-    if inv.cluster.put_timing:
-        return timed_pipelines(PIPELINE, OBJECT_PIPELINE)
-    return PIPELINE, OBJECT_PIPELINE
+def pipelines(inv: Inventory) -> dict[str, str]:
+    """The pipelines of the proxies and of the object and container servers."""
+    plain = {"proxy": PIPELINE, "object": OBJECT_PIPELINE, "container": CONTAINER_PIPELINE}
+    if not inv.cluster.put_timing:
+        return plain
+    timed = {k: timed_server(v) for k, v in plain.items() if k != "proxy"}
+    return {"proxy": timed_proxy(PIPELINE), **timed}
 
 
 def proxy_configs(
@@ -107,7 +111,7 @@ def proxy_configs(
         "proxy_settings": ini_lines(inv.proxy_server),
         "bind_ip": bind_ip or proxy.bind_ip,
         "bind_port": proxy.port,
-        "pipeline": pipelines(inv)[0],
+        "pipeline": pipelines(inv)["proxy"],
         "dss_settings": ini_lines(inv.dss),
         "memcache_servers": ini_value(",".join(inv.memcache_servers)),
         "memcache_settings": ini_lines(inv.memcache),
@@ -134,14 +138,15 @@ def storage_configs(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict
             "node-account-server.conf", {**common, "bind_port": ports["account"]}
         ),
         "container-server.conf": render_text(
-            "node-container-server.conf", {**common, "bind_port": ports["container"]}
+            "node-container-server.conf",
+            {**common, "bind_port": ports["container"], "pipeline": pipelines(inv)["container"]},
         ),
         "object-server.conf": render_text(
             "node-object-server.conf",
             {
                 **common,
                 "bind_port": ports["object"],
-                "pipeline": pipelines(inv)[1],
+                "pipeline": pipelines(inv)["object"],
                 "object_settings": ini_lines(object_settings),
                 "replicator_settings": ini_lines(replicator),
             },

@@ -18,20 +18,26 @@ PIPELINE = (
     "account-quotas slo dlo versioned_writes symlink dss proxy-logging proxy-server"
 )
 
-#: The object servers' pipeline.
+#: The storage servers' pipelines.
 OBJECT_PIPELINE = "healthcheck recon object-server"
+CONTAINER_PIPELINE = "healthcheck recon container-server"
 #: The filter that logs a PUT's steps (swift_dss.put_timing).
 PUT_TIMING = "put_timing"
 
 
-def timed_pipelines(proxy: str, obj: str) -> tuple[str, str]:
-    """PROXY and OBJ with put_timing: in the proxy after the first proxy-logging (past
-    catch_errors, which names the transaction), in the object server before the app."""
-    head, sep, tail = proxy.partition("proxy-logging ")
+def timed_proxy(pipeline: str) -> str:
+    """The proxy's PIPELINE with put_timing after the first proxy-logging: past
+    catch_errors, which names the transaction, and before the controllers."""
+    head, sep, tail = pipeline.partition("proxy-logging ")
     if not sep:
-        raise ValueError(f"no proxy-logging in the proxy pipeline: {proxy!r}")
-    app = obj.rsplit(" ", 1)
-    return f"{head}{sep}{PUT_TIMING} {tail}", f"{app[0]} {PUT_TIMING} {app[-1]}"
+        raise ValueError(f"no proxy-logging in the proxy pipeline: {pipeline!r}")
+    return f"{head}{sep}{PUT_TIMING} {tail}"
+
+
+def timed_server(pipeline: str) -> str:
+    """A storage server's PIPELINE with put_timing just before the app."""
+    filters, app = pipeline.rsplit(" ", 1)
+    return f"{filters} {PUT_TIMING} {app}"
 
 
 def current_user() -> str:

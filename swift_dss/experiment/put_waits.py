@@ -5,13 +5,21 @@ A stream's PUT is one line at the proxy and one per replica at the object server
 :mod:`swift_dss.put_timing`). Joined by transaction id, on the testbed's one clock, they
 give each PUT's timeline:
 
-- ``to_replica``: from the proxy's start to the first object server's (the proxy's account
-  and container lookups, and its connection);
+- ``to_replica``, ``to_last_replica``: from the proxy's start to the first and to the last
+  object server's (the proxy's account and container lookups, its connections, and the
+  wait for a free moment of the object server's worker);
 - ``backends_ready``: from the proxy's start until it asks for the client's body, which it
   does once every replica has answered 100-continue;
 - per replica: ``create`` (its temporary file, before it asks for the body),
-  ``body_wait`` (from asking to the first bytes), ``body`` (first to last bytes) and
+  ``body_wait`` (from asking until its first read returned: a read asks for
+  network_chunk_size bytes and returns when they or the body's end are in, so for an
+  object smaller than that this is its whole transfer), ``body`` (first read to last) and
   ``commit`` (last bytes to reply: fsync, renames, container update);
+- the commit's container update, where the container servers time it too (matched to the
+  replica whose node sent it): ``to_update`` (from the replica's last bytes until the
+  container server has the update: the local fsync and renames, a connection, the
+  request), ``update`` (the container server's own time) and ``after_update`` (from its
+  reply until the replica's);
 - ``replica_1st/2nd/3rd``: when each replica replied, in order, after the proxy's start;
 - ``after_last``: from the last replica's reply to the proxy's;
 - ``proxy``: the proxy's whole time.
@@ -33,7 +41,9 @@ from swift_dss.experiment.server_times import stream_of
 from swift_dss.put_timing import LOG_TAG
 
 _MARK = f"{LOG_TAG} {{"
-STEPS = ("to_replica", "backends_ready", "create", "body_wait", "body", "commit")
+SERVERS = ("proxy", "object", "container")
+STEPS = ("to_replica", "to_last_replica", "backends_ready", "create", "body_wait", "body", "commit")
+UPDATE_STEPS = ("to_update", "update", "after_update")
 ORDER = ("replica_1st", "replica_2nd", "replica_3rd")
 
 
@@ -55,24 +65,38 @@ def records(lines: list[str]) -> list[dict[str, Any]]:
 
 @dataclass
 class Put:
-    """One PUT: its proxy record and its replicas' records, in the order they replied."""
+    """One PUT: its proxy record, its replicas' records in the order they replied, and the
+    container updates they sent."""
 
     proxy: dict[str, Any]
     replicas: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+
+    def update_of(self, replica: dict[str, Any]) -> dict[str, Any] | None:
+        """The container update REPLICA's node sent, when one was timed."""
+        node = (replica.get("host") or "").rsplit(":", 1)[0]
+        return next((u for u in self.updates if node and u.get("remote") == node), None)
 
     def steps(self) -> dict[str, list[float]]:
         """Seconds of each step; a per-replica step has a value per replica that got there."""
         p = self.proxy
         out: dict[str, list[float]] = defaultdict(list)
         if self.replicas:
-            out["to_replica"].append(min(r["start"] for r in self.replicas) - p["start"])
+            starts = [r["start"] - p["start"] for r in self.replicas]
+            out["to_replica"].append(min(starts))
+            out["to_last_replica"].append(max(starts))
         if p.get("ready") is not None:
             out["backends_ready"].append(p["ready"])
         for r in self.replicas:
             marks = [0.0, r.get("ready"), r.get("body"), r.get("body_end"), r.get("done")]
-            for name, a, b in zip(STEPS[2:], marks, marks[1:], strict=False):
+            for name, a, b in zip(STEPS[3:], marks, marks[1:], strict=False):
                 if a is not None and b is not None:
                     out[name].append(b - a)
+            u = self.update_of(r)
+            if u is not None and r.get("body_end") is not None:
+                out["to_update"].append(u["start"] - r["start"] - r["body_end"])
+                out["update"].append(u["done"])
+                out["after_update"].append(r["start"] + r["done"] - u["start"] - u["done"])
         ends = sorted(r["start"] + r["done"] - p["start"] for r in self.replicas)
         for name, end in zip(ORDER, ends, strict=False):
             out[name].append(end)
@@ -82,26 +106,34 @@ class Put:
         return out
 
 
-def join(proxy: list[dict[str, Any]], objects: list[dict[str, Any]]) -> list[Put]:
+def _by_txn(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        if rec.get("status") == 201 and rec.get("done") is not None:
+            out[rec["txn"]].append(rec)
+    return out
+
+
+def join(
+    proxy: list[dict[str, Any]],
+    objects: list[dict[str, Any]],
+    containers: list[dict[str, Any]] | None = None,
+) -> list[Put]:
     """Every successful PUT the proxy timed, with the object servers' successful replicas
-    of the same transaction."""
-    replicas: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for rec in objects:
-        if rec.get("status") == 201 and rec.get("done") is not None:
-            replicas[rec["txn"]].append(rec)
+    of the same transaction and the container updates they sent."""
+    replicas, updates = _by_txn(objects), _by_txn(containers or [])
     puts = []
-    for rec in proxy:
-        if rec.get("status") == 201 and rec.get("done") is not None:
-            reps = sorted(replicas.get(rec["txn"], []), key=lambda r: r["start"] + r["done"])
-            puts.append(Put(rec, reps))
-    return puts
+    for rec in _by_txn(proxy).values():
+        for p in rec:
+            reps = sorted(replicas.get(p["txn"], []), key=lambda r: r["start"] + r["done"])
+            puts.append(Put(p, reps, updates.get(p["txn"], [])))
+    return sorted(puts, key=lambda put: put.proxy["start"])
 
 
 def from_cluster(cluster_dir: Path) -> list[Put]:
     """The joined PUTs of every put_timing line under a cluster's directory."""
     return join(
-        records(swift_logs.lines(cluster_dir, "proxy-server")),
-        records(swift_logs.lines(cluster_dir, "object-server")),
+        *(records(swift_logs.lines(cluster_dir, f"{s}-server")) for s in SERVERS),
     )
 
 
@@ -130,12 +162,13 @@ def by_stream(puts: list[Put], dilation: int = 1) -> dict[str, dict[str, Any]]:
 
 COLUMNS = (
     ("proxy", "proxy"),
-    ("to_replica", "to 1st replica"),
+    ("to_replica", "to 1st / last replica"),
     ("backends_ready", "backends ready"),
     ("create", "create"),
     ("body_wait", "wait for body"),
     ("body", "body"),
     ("commit", "commit"),
+    ("to_update", "of which: to update / update / after"),
     ("replica_1st", "1st / 2nd / 3rd replica done"),
     ("after_last", "proxy after last"),
 )
@@ -153,6 +186,10 @@ def table(runs: list[tuple[str, dict[str, Any] | None]], stream: str) -> list[st
         for key, _ in COLUMNS:
             if key == "replica_1st":
                 cells.append(" / ".join(_ms(f.get(k)) for k in ORDER))
+            elif key == "to_update":
+                cells.append(" / ".join(_ms(f.get(k)) for k in UPDATE_STEPS))
+            elif key == "to_replica":
+                cells.append(f"{_ms(f.get(key))} / {_ms(f.get('to_last_replica'))}")
             else:
                 cells.append(_ms(f.get(key)))
         rows.append(f"| {name} | {f['n']} | " + " | ".join(cells) + " |")

@@ -343,10 +343,15 @@ def traffic(
         if done.exists() and (run_nothing or not force):
             kept = json.loads(done.read_text())
             check_kept(kept, testbed, done)
+            k = (kept.get("testbed") or {}).get("dilation", 1)
             if "server_times" not in kept:
                 # Recorded before they were read: the kept logs still have them.
-                k = (kept.get("testbed") or {}).get("dilation", 1)
                 kept["server_times"] = server_times.from_cluster(run_dir / "cluster", k)
+            if (run_dir / "cluster").is_dir():
+                # Read again, so that every run of a study is read the same way.
+                kept["put_waits"] = put_waits.by_stream(
+                    put_waits.from_cluster(run_dir / "cluster"), k
+                )
             runs.append(kept)
             if not run_nothing:
                 console.print(f"[{n}/{len(RUNS)}] {name}: done before, kept ({done})")

@@ -108,26 +108,24 @@ def test_operator_object_server_options_win(tmp_path: Path) -> None:
 def test_put_timing_joins_the_proxy_and_object_pipelines_only_when_set(
     tmp_path: Path, tree: Path
 ) -> None:
-    def pipelines(root: Path) -> tuple[list[str], list[str]]:
-        etc = root / "nodes"
-        proxy = ini(etc / "proxy1" / "etc" / "swift" / "proxy-server.conf")
-        obj = ini(etc / "store1" / "etc" / "swift" / "object-server.conf")
-        assert obj["filter:put_timing"]["use"] == "egg:swift_dss#put_timing"
-        assert proxy["filter:put_timing"]["use"] == "egg:swift_dss#put_timing"
-        return (
-            proxy["pipeline:main"]["pipeline"].split(),
-            obj["pipeline:main"]["pipeline"].split(),
-        )
+    def pipelines(root: Path) -> dict[str, list[str]]:
+        out = {}
+        for node, server in (("proxy1", "proxy"), ("store1", "object"), ("store1", "container")):
+            conf = ini(root / "nodes" / node / "etc" / "swift" / f"{server}-server.conf")
+            assert conf["filter:put_timing"]["use"] == "egg:swift_dss#put_timing"
+            out[server] = conf["pipeline:main"]["pipeline"].split()
+        return out
 
-    proxy, obj = pipelines(tree)
-    assert "put_timing" not in proxy and obj == ["healthcheck", "recon", "object-server"]
-    out = generated_with(tmp_path, lambda raw: raw["cluster"].update(put_timing=True))
-    timed_proxy, timed_obj = pipelines(out)
+    plain = pipelines(tree)
+    assert "put_timing" not in plain["proxy"]
+    assert plain["object"] == ["healthcheck", "recon", "object-server"]
+    timed = pipelines(generated_with(tmp_path, lambda raw: raw["cluster"].update(put_timing=True)))
     # Past catch_errors (the transaction id), before the controllers; the rest unchanged.
-    at = timed_proxy.index("put_timing")
-    assert timed_proxy[:at] == proxy[:at] and timed_proxy[at + 1 :] == proxy[at:]
-    assert timed_proxy.index("catch_errors") < at < timed_proxy.index("proxy-server")
-    assert timed_obj == ["healthcheck", "recon", "put_timing", "object-server"]
+    proxy, at = timed["proxy"], timed["proxy"].index("put_timing")
+    assert proxy[:at] == plain["proxy"][:at] and proxy[at + 1 :] == plain["proxy"][at:]
+    assert proxy.index("catch_errors") < at < proxy.index("proxy-server")
+    assert timed["object"] == ["healthcheck", "recon", "put_timing", "object-server"]
+    assert timed["container"] == ["healthcheck", "recon", "put_timing", "container-server"]
 
 
 def test_warm_tier_setting_reaches_the_mount_command(tmp_path: Path) -> None:

@@ -190,3 +190,8 @@ def test_proxy_and_client_have_namespaces_and_a_client_put_get_works(
         )
         assert 0 < rep["ready"] <= rep["body"] <= rep["body_end"] <= rep["done"]
         assert rep["start"] + rep["done"] <= end
+        # Its container update, timed by the container server it reached, falls within it.
+        update = timed.update_of(rep)
+        assert update is not None and update["path"].endswith("/tb/obj")
+        assert rep["start"] + rep["body_end"] < update["start"]
+        assert update["start"] + update["done"] < rep["start"] + rep["done"]

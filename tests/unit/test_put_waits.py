@@ -25,13 +25,24 @@ def files_put() -> tuple[list[str], list[str]]:
                   body_end=0.31, done=0.9)]  # fmt: skip
     objects = [
         line("object-server", path=OBJ_PATH, start=100.1, ready=0.05, body=0.2, body_end=0.22,
-             done=0.5),
+             done=0.5, host="198.18.0.11:6200"),
         line("object-server", path=OBJ_PATH, start=100.1, ready=0.01, body=0.2, body_end=0.21,
-             done=0.3),
+             done=0.3, host="198.18.0.12:6200"),
         line("object-server", path=OBJ_PATH, start=100.2, ready=0.03, body=0.1, body_end=0.11,
-             done=0.6),
+             done=0.6, host="198.18.0.13:6200"),
     ]  # fmt: skip
     return proxy, objects
+
+
+def updates() -> list[str]:
+    """The container updates of the first two replicas (the third's was not timed): they
+    reach their container servers 0.1 and 0.07 s after the replica's last bytes, take 0.01
+    and 0.02 s there, and the replicas reply 0.17 and 0.0 s after them."""
+    return [
+        line("container-server", remote="198.18.0.11", start=100.42, done=0.01),
+        line("container-server", remote="198.18.0.12", start=100.38, done=0.02),
+        line("container-server", remote="198.18.0.14", txn="tx9", start=100.41, done=0.01),
+    ]
 
 
 def test_a_put_is_joined_with_its_replicas_in_the_order_they_replied() -> None:
@@ -39,12 +50,24 @@ def test_a_put_is_joined_with_its_replicas_in_the_order_they_replied() -> None:
     (put,) = put_waits.join(put_waits.records(proxy), put_waits.records(objects))
     assert [round(r["start"] + r["done"] - 100.0, 3) for r in put.replicas] == [0.4, 0.6, 0.8]
     steps = {k: [round(v, 3) for v in vs] for k, vs in put.steps().items()}
-    assert steps["to_replica"] == [0.1] and steps["backends_ready"] == [0.3]
+    assert steps["to_replica"] == [0.1] and steps["to_last_replica"] == [0.2]
+    assert steps["backends_ready"] == [0.3]
     assert sorted(steps["create"]) == [0.01, 0.03, 0.05]
     assert sorted(steps["body_wait"]) == [0.07, 0.15, 0.19]
     assert sorted(steps["commit"]) == [0.09, 0.28, 0.49]
     assert steps["replica_1st"] == [0.4] and steps["replica_3rd"] == [0.8]
     assert steps["after_last"] == [0.1] and steps["proxy"] == [0.9]
+    assert "to_update" not in steps  # no container server timed its update
+
+
+def test_each_replica_is_matched_with_the_container_update_its_node_sent() -> None:
+    proxy, objects = files_put()
+    records = [put_waits.records(x) for x in (proxy, objects, updates())]
+    (put,) = put_waits.join(*records)
+    assert len(put.updates) == 2  # the update of another transaction is not this PUT's
+    steps = {k: sorted(round(v, 3) for v in vs) for k, vs in put.steps().items()}
+    assert steps["to_update"] == [0.07, 0.1] and steps["update"] == [0.01, 0.02]
+    assert steps["after_update"] == [0.0, 0.17]
 
 
 def test_medians_per_stream_are_read_in_emulated_ms() -> None:
@@ -55,7 +78,7 @@ def test_medians_per_stream_are_read_in_emulated_ms() -> None:
     assert files["proxy"] == 450.0 and files["replica_2nd"] == 300.0
     assert files["create"] == 15.0  # the median of 10, 30 and 50 ms, halved
     table = put_waits.table([("+Files", {"files": files}), ("none", None)], "files")
-    assert len(table) == 3 and table[2].startswith("| +Files | 1 | 450 | 50 | 150 | 15 |")
+    assert len(table) == 3 and table[2].startswith("| +Files | 1 | 450 | 50 / 100 | 150 | 15 |")
     assert "200 / 300 / 400" in table[2]
     assert put_waits.table([("none", None)], "files") == []
 
