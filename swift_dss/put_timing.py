@@ -26,7 +26,7 @@ times the object servers' container updates, which carry their PUT's transaction
 
 Each timed request logs one INFO line through the server's logger::
 
-    put_timing {"txn": "tx...", "path": "/d1/42/AUTH_a/c/o", "host": "10.0.0.11:6200",
+    put_timing {"txn": "tx...", "path": "/d1/42/AUTH_a/c/o", "server": "10.0.0.11",
                 "remote": "10.0.0.2", "status": 201, "start": 1764.3, "ready": 0.004,
                 "body": 0.011, "body_end": 0.012, "done": 0.035, "bytes": 65536}
 
@@ -105,8 +105,8 @@ def record(
     return {
         "txn": env.get("swift.trans_id") or env.get(TRANS_ID_HEADER) or "-",
         "path": env.get("PATH_INFO", ""),
-        # A backend request names its server in Host (ip:port); the sender is the peer.
-        "host": env.get("HTTP_HOST"),
+        # The addresses of the two ends: eventlet names the local one in SERVER_NAME.
+        "server": env.get("SERVER_NAME"),
         "remote": env.get("REMOTE_ADDR"),
         "status": status,
         "start": round(start, 6),

@@ -74,7 +74,7 @@ class Put:
 
     def update_of(self, replica: dict[str, Any]) -> dict[str, Any] | None:
         """The container update REPLICA's node sent, when one was timed."""
-        node = (replica.get("host") or "").rsplit(":", 1)[0]
+        node = replica.get("server")
         return next((u for u in self.updates if node and u.get("remote") == node), None)
 
     def steps(self) -> dict[str, list[float]]:

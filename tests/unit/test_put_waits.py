@@ -8,10 +8,10 @@ from typing import Any
 from swift_dss.experiment import put_waits
 
 
-def line(server: str, **rec: Any) -> str:
+def line(logger: str, **rec: Any) -> str:
     base = {"txn": "tx1", "status": 201, "bytes": 10, "ready": None, "body": None,
             "body_end": None}  # fmt: skip
-    return f"{server}: put_timing {json.dumps({**base, **rec})}"
+    return f"{logger}: put_timing {json.dumps({**base, **rec})}"
 
 
 PROXY_PATH = "/v1/AUTH_test/traffic-files-003/files-000000001"
@@ -25,11 +25,11 @@ def files_put() -> tuple[list[str], list[str]]:
                   body_end=0.31, done=0.9)]  # fmt: skip
     objects = [
         line("object-server", path=OBJ_PATH, start=100.1, ready=0.05, body=0.2, body_end=0.22,
-             done=0.5, host="198.18.0.11:6200"),
+             done=0.5, server="198.18.0.11"),
         line("object-server", path=OBJ_PATH, start=100.1, ready=0.01, body=0.2, body_end=0.21,
-             done=0.3, host="198.18.0.12:6200"),
+             done=0.3, server="198.18.0.12"),
         line("object-server", path=OBJ_PATH, start=100.2, ready=0.03, body=0.1, body_end=0.11,
-             done=0.6, host="198.18.0.13:6200"),
+             done=0.6, server="198.18.0.13"),
     ]  # fmt: skip
     return proxy, objects
 
