@@ -137,8 +137,15 @@ def from_cluster(cluster_dir: Path) -> list[Put]:
     )
 
 
+#: The moments whose share within 100 ms is counted: the paper's Fig. 11 counts the
+#: client's, which is the proxy's; the replicas' say how many a quorum of them, or the
+#: fastest, would have finished in time.
+WITHIN = ("proxy", *ORDER)
+
+
 def by_stream(puts: list[Put], dilation: int = 1) -> dict[str, dict[str, Any]]:
-    """{stream: {"n": PUTs, step: median emulated ms}} of the traffic study's streams."""
+    """{stream: {"n": PUTs, step: median emulated ms, "within_100ms": {moment: share}}} of
+    the traffic study's streams."""
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     counts: dict[str, int] = defaultdict(int)
     for put in puts:
@@ -154,6 +161,11 @@ def by_stream(puts: list[Put], dilation: int = 1) -> dict[str, dict[str, Any]]:
             **{
                 name: round(statistics.median(s) * 1000 / dilation, 1)
                 for name, s in sorted(steps.items())
+            },
+            "within_100ms": {
+                name: round(sum(t * 1000 / dilation < 100 for t in steps[name]) / counts[stream], 4)
+                for name in WITHIN
+                if name in steps
             },
         }
         for stream, steps in sorted(per.items())
@@ -171,6 +183,7 @@ COLUMNS = (
     ("to_update", "of which: to update / update / after"),
     ("replica_1st", "1st / 2nd / 3rd replica done"),
     ("after_last", "proxy after last"),
+    ("within_100ms", "<100 ms: proxy / 1st / 2nd / 3rd"),
 )
 
 
@@ -186,6 +199,9 @@ def table(runs: list[tuple[str, dict[str, Any] | None]], stream: str) -> list[st
         for key, _ in COLUMNS:
             if key == "replica_1st":
                 cells.append(" / ".join(_ms(f.get(k)) for k in ORDER))
+            elif key == "within_100ms":
+                shares = f.get(key) or {}
+                cells.append(" / ".join(_pct(shares.get(k)) for k in WITHIN))
             elif key == "to_update":
                 cells.append(" / ".join(_ms(f.get(k)) for k in UPDATE_STEPS))
             elif key == "to_replica":
@@ -201,3 +217,7 @@ def table(runs: list[tuple[str, dict[str, Any] | None]], stream: str) -> list[st
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.0f}%"

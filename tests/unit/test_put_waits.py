@@ -77,9 +77,13 @@ def test_medians_per_stream_are_read_in_emulated_ms() -> None:
     assert files["n"] == 1
     assert files["proxy"] == 450.0 and files["replica_2nd"] == 300.0
     assert files["create"] == 15.0  # the median of 10, 30 and 50 ms, halved
+    # Halved, the first replica is done in 200 ms: none within 100 ms.
+    assert files["within_100ms"] == {"proxy": 0.0, **dict.fromkeys(put_waits.ORDER, 0.0)}
+    fast = put_waits.by_stream(puts, dilation=5)["files"]["within_100ms"]
+    assert fast == {"proxy": 0.0, "replica_1st": 1.0, "replica_2nd": 0.0, "replica_3rd": 0.0}
     table = put_waits.table([("+Files", {"files": files}), ("none", None)], "files")
     assert len(table) == 3 and table[2].startswith("| +Files | 1 | 450 | 50 / 100 | 150 | 15 |")
-    assert "200 / 300 / 400" in table[2]
+    assert "200 / 300 / 400" in table[2] and table[2].endswith("| 0% / 0% / 0% / 0% |")
     assert put_waits.table([("none", None)], "files") == []
 
 
