@@ -3,6 +3,7 @@ with the device activity and cache counters that explain the differences."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from swift_dss.experiment import failures, plots
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
 from swift_dss.testbed import utilisation
-from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT
+from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT, TestbedSettings
 
 MIB = 1 << 20
 
@@ -157,6 +158,7 @@ def setup_lines(setup: dict[str, Any], runs: dict[str, int] | None = None) -> li
         f"multiplied by {k}; every figure below is read at the emulated testbed's speed "
         f"(bandwidths and request rates x{k}, times /{k}).",
         *rate_scale_lines(st),
+        *queue_lines(st),
         BANDWIDTH_LINE,
         repeats_line(setup.get("repeats", 1), runs),
     ]
@@ -206,6 +208,20 @@ def rate_scale_lines(settings: dict[str, Any]) -> list[str]:
         "so that a scaled object moves as long as the full-size one on the paper's "
         "hardware while seeks, per-operation times and CPU stay as they are; "
         f"bandwidths are read at the full object sizes (measured bytes / {s:g})."
+    ]
+
+
+def queue_lines(settings: dict[str, Any]) -> list[str]:
+    """What a full link queue holds, when the run recorded its queue setting."""
+    known = {f.name for f in dataclasses.fields(TestbedSettings)}
+    if "link_queue_ms" not in settings:
+        return []
+    tb = TestbedSettings(**{k: v for k, v in settings.items() if k in known})
+    return [
+        f"- Link queues: a full queue holds {tb.full_link_queue_ms('s1'):.1f} ms of emulated "
+        f"time on a storage node's link and {tb.full_link_queue_ms('client'):.1f} on the "
+        f"client's: the set {tb.link_queue_ms:g} ms plus tbf's burst (128 KiB at least) at "
+        "the link's rate."
     ]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from swift_dss.experiment import plots, put_waits, server_times, tier_requests
-from swift_dss.experiment.caching_report import rate_scale_lines
+from swift_dss.experiment.caching_report import queue_lines, rate_scale_lines
 from swift_dss.experiment.paper import FIG10_TREND, FIG11_FILES_UNDER_100MS
 from swift_dss.testbed import utilisation
 
@@ -27,6 +27,7 @@ def testbed_lines(setup: dict[str, Any]) -> list[str]:
         f"times slower, timeouts {k} times longer; figures read at the testbed's speed, "
         f"the {opts_duration(setup):g} s phases are {opts_duration(setup) / k:g} s of it).",
         *rate_scale_lines(st),
+        *queue_lines(st),
         "",
     ]
 

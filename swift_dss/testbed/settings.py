@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from swift_dss.testbed.congestion import name_error
 from swift_dss.testbed.dilation import Dilation, DilationError, with_override
-from swift_dss.testbed.shaping import ShapingError, parse_rate
+from swift_dss.testbed.shaping import ShapingError, full_queue_seconds, parse_rate
 from swift_dss.tierctl.options import META_WRITES, meta_memory_error, model_error
 
 #: The paper's workers. On a 2-core machine 32 + 4 x 3 x 8 = 128 server processes would
@@ -176,6 +176,12 @@ class TestbedSettings:
     def link_queue(self) -> float:
         """Each link's queue in real milliseconds: the emulated one, K times longer."""
         return self.dilated.timeout(self.link_queue_ms)
+
+    def full_link_queue_ms(self, role: str) -> float:
+        """How long a full queue of ROLE's link holds a packet, in emulated ms: the set
+        queue plus tbf's burst at the link's scaled rate."""
+        seconds = full_queue_seconds(self.link_rate(role), self.link_queue())
+        return seconds * 1000 / self.dilation
 
     def _timeouts(self) -> dict[str, str]:
         dil = self.dilated

@@ -94,6 +94,13 @@ def burst_bytes(rate: int) -> int:
     return max(MIN_BURST, math.ceil(rate / 8 * BURST_SECONDS))
 
 
+def full_queue_seconds(rate: int, queue_ms: float) -> float:
+    """How long a full queue of a link shaped by tbf(RATE, QUEUE_MS) takes to drain: tbf
+    keeps the latency's bytes beyond the burst, so at a low rate the burst is most of it
+    (128 KiB is 10.5 ms at 100 Mbit/s)."""
+    return queue_ms / 1000 + burst_bytes(rate) * 8 / rate
+
+
 def tbf(rate: int, queue_ms: float = QUEUE_MS) -> list[str]:
     """The qdisc spec that shapes an interface's egress to RATE bit/s, with a queue of
     QUEUE_MS milliseconds."""

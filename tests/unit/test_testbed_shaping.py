@@ -3,6 +3,7 @@ settings and what they put into the generated Swift configs."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from swift_dss.deploy.generate import NodePaths, proxy_configs, storage_configs
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConfig
 from swift_dss.deploy.netns import Network
+from swift_dss.experiment.caching_report import queue_lines
 from swift_dss.testbed import netexec, shaping
 from swift_dss.testbed.settings import TestbedError, TestbedSettings
 from swift_dss.testbed.shaping import Link, ShapingError
@@ -77,6 +79,23 @@ def test_the_links_queue_is_the_emulated_ones_dilated() -> None:
     assert {x.queue_ms for x in longer} == {200}
     into, out = shaping.commands(longer[-1])
     assert into[into.index("latency") + 1] == out[out.index("latency") + 1] == "200ms"
+
+
+def test_a_full_queue_holds_the_set_queue_plus_the_burst() -> None:
+    # 100 Mbit/s: 128 KiB of burst drain in 10.5 ms, as much again as a 10 ms queue.
+    assert shaping.full_queue_seconds(10**8, 10) == pytest.approx(0.01 + 131072 * 8 / 1e8)
+    # 10 Gbit/s: a millisecond of burst.
+    assert shaping.full_queue_seconds(10**10, 10) == pytest.approx(0.011)
+    # In emulated time the burst's share does not depend on K, only on the scaled rate.
+    for k in (2, 8):
+        tb = TestbedSettings(dilation=k, rate_scale=0.1)
+        assert tb.full_link_queue_ms("s1") == pytest.approx(20.49, abs=0.01)
+        assert tb.full_link_queue_ms("client") == pytest.approx(11.05, abs=0.01)
+    assert TestbedSettings(dilation=4).full_link_queue_ms("s1") == pytest.approx(11.05, abs=0.01)
+    # The reports say so; a run that recorded no queue setting gets no line.
+    (line,) = queue_lines(dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1)))
+    assert "holds 20.5 ms" in line and "11.0 on the client's" in line
+    assert queue_lines({"dilation": 8}) == []
 
 
 def test_settings_dilate_timeouts_and_models() -> None:
