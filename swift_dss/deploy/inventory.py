@@ -69,7 +69,8 @@ class Cluster:
     user: str = "swift"
     bin_dir: str = "/usr/local/bin"
     mount_check: bool = True
-    #: put_timing in the proxy and object pipelines: a log line per PUT with its steps.
+    #: put_timing in the proxy, object and container pipelines: a log line per PUT with
+    #: its steps.
     put_timing: bool = False
     workers: str = "auto"
     #: The proxies' workers; empty: the same as every other server's.

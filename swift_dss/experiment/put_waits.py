@@ -1,8 +1,8 @@
-"""Where a PUT waited, step by step: the put_timing lines of the proxy and of the object
-servers, joined per transaction.
+"""Where a PUT waited, step by step: the put_timing lines of the proxy, the object servers
+and the container servers, joined per transaction.
 
-A stream's PUT is one line at the proxy and one per replica at the object servers (see
-:mod:`swift_dss.put_timing`). Joined by transaction id, on the testbed's one clock, they
+A stream's PUT is one line at the proxy, one per replica at the object servers, and one
+per container update at the container servers (see :mod:`swift_dss.put_timing`). Joined by transaction id, on the testbed's one clock, they
 give each PUT's timeline:
 
 - ``to_replica``, ``to_last_replica``: from the proxy's start to the first and to the last
