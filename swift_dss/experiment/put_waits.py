@@ -2,8 +2,8 @@
 and the container servers, joined per transaction.
 
 A stream's PUT is one line at the proxy, one per replica at the object servers, and one
-per container update at the container servers (see :mod:`swift_dss.put_timing`). Joined by transaction id, on the testbed's one clock, they
-give each PUT's timeline:
+per container update at the container servers (see :mod:`swift_dss.put_timing`). Joined
+by transaction id, on the testbed's one clock, they give each PUT's timeline:
 
 - ``to_replica``, ``to_last_replica``: from the proxy's start to the first and to the last
   object server's (the proxy's account and container lookups, its connections, and the
