@@ -130,7 +130,7 @@ def join(
     return sorted(puts, key=lambda put: put.proxy["start"])
 
 
-def from_cluster(cluster_dir: Path) -> list[Put]:
+def joined(cluster_dir: Path) -> list[Put]:
     """The joined PUTs of every put_timing line under a cluster's directory."""
     return join(
         *(records(swift_logs.lines(cluster_dir, f"{s}-server")) for s in SERVERS),
@@ -170,6 +170,12 @@ def by_stream(puts: list[Put], dilation: int = 1) -> dict[str, dict[str, Any]]:
         }
         for stream, steps in sorted(per.items())
     }
+
+
+def from_cluster(cluster_dir: Path, dilation: int = 1) -> dict[str, dict[str, Any]]:
+    """by_stream of the PUTs under a cluster's directory, as server_times.from_cluster
+    reads the same logs' access lines."""
+    return by_stream(joined(cluster_dir), dilation)
 
 
 COLUMNS = (

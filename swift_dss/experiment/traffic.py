@@ -305,7 +305,7 @@ def run_one(
         "failures_all_phases": sum(s["failures_all_phases"] for s in streams.values()),
         "devices": devices,
         "server_times": server_times.from_cluster(run_dir / "cluster", k),
-        "put_waits": put_waits.by_stream(put_waits.from_cluster(run_dir / "cluster"), k),
+        "put_waits": put_waits.from_cluster(run_dir / "cluster", k),
         "tier_requests": tier_requests.delta(after, before, k),
         "testbed": testbed.to_json(),
         **testbed.tcp(),
@@ -349,9 +349,7 @@ def traffic(
                 kept["server_times"] = server_times.from_cluster(run_dir / "cluster", k)
             if (run_dir / "cluster").is_dir():
                 # Read again, so that every run of a study is read the same way.
-                kept["put_waits"] = put_waits.by_stream(
-                    put_waits.from_cluster(run_dir / "cluster"), k
-                )
+                kept["put_waits"] = put_waits.from_cluster(run_dir / "cluster", k)
             runs.append(kept)
             if not run_nothing:
                 console.print(f"[{n}/{len(RUNS)}] {name}: done before, kept ({done})")

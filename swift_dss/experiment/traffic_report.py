@@ -99,8 +99,8 @@ def files_put_servers(summary: dict[str, Any]) -> list[str]:
 
 
 def files_put_steps(summary: dict[str, Any]) -> list[str]:
-    """The Files stream's PUTs step by step, joined across the proxy and object servers by
-    transaction (runs of a cluster without put_timing have none)."""
+    """The Files stream's PUTs step by step, joined across the proxy, object and container
+    servers by transaction (runs of a cluster without put_timing have none)."""
     rows = put_waits.table(
         [(run["name"], run.get("put_waits")) for run in summary["runs"]], "files"
     )
@@ -111,8 +111,10 @@ def files_put_steps(summary: dict[str, Any]) -> list[str]:
         "transaction): the proxy's whole time; from its start to the first object server's "
         "and until every replica had answered 100-continue; at each replica, its temporary "
         "file's creation, the wait for the body, the body, and the commit (fsync, renames, "
-        "container update); when the replicas replied, in order; and the proxy's time "
-        "after the last:",
+        "container update), and of the commit the time until the container server had the "
+        "update, its time there and the time after; when the replicas replied, in order; "
+        "the proxy's time after the last; and the share of PUTs within 100 ms at the proxy "
+        "and at each replica's reply:",
         "",
         *rows,
         "",

@@ -176,7 +176,7 @@ def test_proxy_and_client_have_namespaces_and_a_client_put_get_works(
     assert [o["name"] for o in listing] == ["obj"]
     # The testbed times every PUT's steps: the proxy's line and one per replica, on one
     # clock, in the order a PUT crosses them.
-    puts = put_waits.from_cluster(testbed.dir)
+    puts = put_waits.joined(testbed.dir)
     (timed,) = [p for p in puts if p.proxy["path"].endswith("/tb/obj")]
     assert len(timed.replicas) == 3 and timed.proxy["bytes"] == len(body)
     end = timed.proxy["start"] + timed.proxy["done"]
