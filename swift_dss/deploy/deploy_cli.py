@@ -16,6 +16,7 @@ from swift_dss.deploy.netns import NetnsError
 from swift_dss.deploy.saio import TIER_MODES, SaioError
 from swift_dss.testbed import congestion
 from swift_dss.testbed.settings import TestbedSettings
+from swift_dss.testbed.shaping import MIN_BURSTS
 
 DEFAULT_DIR = Path("run/local-cluster")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -135,6 +136,11 @@ def local_cluster() -> None:
     "--link-queue-ms",
     type=float,
     help="[testbed] Each link's queue, in emulated milliseconds (times K on the veths).  [10]",
+)
+@click.option(
+    "--link-burst",
+    type=click.Choice(list(MIN_BURSTS)),
+    help="[testbed] Each link's smallest tbf bucket: frames or gso (128 KiB).  [frames]",
 )
 @click.option(
     "--tcp-congestion",

@@ -109,15 +109,21 @@ class Network:
         """The namespace of the testbed's proxy or client, on the bridge like a storage node."""
         self._make_host(self.role_namespace(role), self.role_veth(role), self.role_address(role))
 
-    def link(self, name: str, rate: int, queue_ms: float = shaping.QUEUE_MS) -> Link:
+    def link(
+        self,
+        name: str,
+        rate: int,
+        queue_ms: float = shaping.QUEUE_MS,
+        burst: str = shaping.DEFAULT_BURST,
+    ) -> Link:
         """The veth pair of NAME (a role, or storage node "sN") shaped to RATE bit/s with
-        a queue of QUEUE_MS (real) milliseconds."""
+        a queue of QUEUE_MS (real) milliseconds beyond a bucket of at least BURST."""
         if name in ROLE_HOSTS:
             ns, veth = self.role_namespace(name), self.role_veth(name)
         else:
             node = int(name[1:])
             ns, veth = self.namespace(node), self.veth(node)
-        return Link(name, ns, veth, rate, queue_ms=queue_ms)
+        return Link(name, ns, veth, rate, queue_ms=queue_ms, burst=burst)
 
     def _make_host(self, ns: str, veth: str, address: str) -> None:
         ip("netns", "add", ns)
@@ -131,8 +137,8 @@ class Network:
     def testbed_links(self, settings: TestbedSettings, nodes: int) -> list[Link]:
         """Every link of a testbed of NODES storage nodes at SETTINGS' dilated rates."""
         names = [*ROLES, *(f"s{i}" for i in range(1, nodes + 1))]
-        queue = settings.link_queue()
-        return [self.link(name, settings.link_rate(name), queue) for name in names]
+        queue, burst = settings.link_queue(), settings.link_burst
+        return [self.link(name, settings.link_rate(name), queue, burst) for name in names]
 
     def make_testbed(self, settings: TestbedSettings, nodes: int) -> list[Link]:
         """The bridge, the client's, proxy's and NODES storage nodes' namespaces, each link

@@ -11,8 +11,8 @@ from typing import Any
 from swift_dss.experiment import failures, plots
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
-from swift_dss.testbed import utilisation
-from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT, TestbedSettings
+from swift_dss.testbed import shaping, utilisation
+from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT, UNRECORDED_BURST, TestbedSettings
 
 MIB = 1 << 20
 
@@ -216,12 +216,14 @@ def queue_lines(settings: dict[str, Any]) -> list[str]:
     known = {f.name for f in dataclasses.fields(TestbedSettings)}
     if "link_queue_ms" not in settings:
         return []
-    tb = TestbedSettings(**{k: v for k, v in settings.items() if k in known})
+    recorded = {"link_burst": UNRECORDED_BURST, **settings}
+    tb = TestbedSettings(**{k: v for k, v in recorded.items() if k in known})
+    least = shaping.MIN_BURSTS[tb.link_burst]
     return [
         f"- Link queues: a full queue holds {tb.full_link_queue_ms('s1'):.1f} ms of emulated "
         f"time on a storage node's link and {tb.full_link_queue_ms('client'):.1f} on the "
-        f"client's: the set {tb.link_queue_ms:g} ms plus tbf's burst (128 KiB at least) at "
-        "the link's rate."
+        f"client's: the set {tb.link_queue_ms:g} ms plus tbf's burst ({tb.link_burst}, "
+        f"{least / 1024:.3g} KiB at least) at the link's rate."
     ]
 
 

@@ -37,6 +37,7 @@ from swift_dss.testbed.settings import (
     PAPER_SERVER_WORKERS,
     SWIFT_ERROR_LIMIT,
     TESTBED_HDD,
+    UNRECORDED_BURST,
     UNRECORDED_REAL_QUEUE_MS,
     TestbedSettings,
 )
@@ -138,8 +139,8 @@ def check_kept(entry: dict[str, Any], testbed: Testbed, where: Path) -> None:
 def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
     """A kept run's recorded TESTBED as it was measured: a run from before the link queue
     was a setting had the queue it had then, not today's default, and one from before the
-    congestion control was a setting had the host's, and one from before the error limit
-    was a setting had Swift's."""
+    congestion control was a setting had the host's, one from before the error limit
+    was a setting had Swift's, and one from before the burst was a setting had "gso"."""
     settings = testbed.get("settings")
     if not settings:
         return testbed
@@ -147,6 +148,7 @@ def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
         "tcp_congestion": congestion.HOST_DEFAULT,
         "error_limit": SWIFT_ERROR_LIMIT,
         "meta_writes": "sync",
+        "link_burst": UNRECORDED_BURST,
     }
     if "link_queue_ms" not in settings:
         unrecorded["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))

@@ -12,6 +12,7 @@ import click
 from swift_dss.experiment.scale import TESTBED_DEFAULT
 from swift_dss.testbed import congestion
 from swift_dss.testbed.settings import TESTBED_HDD, TestbedSettings
+from swift_dss.testbed.shaping import MIN_BURSTS
 from swift_dss.tierctl.options import META_WRITES
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ SETTINGS = (
     "meta_memory",
     "meta_writes",
     "link_queue_ms",
+    "link_burst",
     "tcp_congestion",
     "error_limit",
 )
@@ -48,7 +50,7 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         if kind == "saio" and (k is not None or rate_scale is not None or given):
             raise click.BadParameter(
                 "--dilation, --rate-scale, the link rates, --ssd-model, --hdd-model, "
-                "--meta-memory, --meta-writes, --link-queue-ms, --tcp-congestion and "
+                "--meta-memory, --meta-writes, --link-queue-ms, --link-burst, --tcp-congestion and "
                 "--error-limit are the emulated testbed's (netns)"
             )
         settings = None
@@ -152,6 +154,14 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             default=None,
             help="each link's queue in the emulated testbed's milliseconds (tc's tbf "
             f"latency, times K on the veths)  [default: {TestbedSettings.link_queue_ms:g}]",
+        ),
+        click.option(
+            "--link-burst",
+            type=click.Choice(list(MIN_BURSTS)),
+            default=None,
+            help="each link's smallest tbf bucket: frames (4 Ethernet frames, so the queue is "
+            "nearly all the wait of a full link) or gso (128 KiB, earlier records')  "
+            f"[default: {TestbedSettings.link_burst}]",
         ),
         *(
             click.option(

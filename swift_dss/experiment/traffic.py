@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,17 @@ RUNS = [
     ("+Music", ("Files", "Pictures", "Music")),
     ("+Video", ("Files", "Pictures", "Music", "Video")),
 ]
+#: How many samples of the testbed's CPU and links a phase gets while the streams run
+#: (at most one every 5 s, at least 0.5 s apart: each takes a few tc and ip calls), so that
+#: a phase's span loses a twentieth of it at most.
+SAMPLES_PER_PHASE = 20
+
+
+def sample_every(workload: Workload) -> float:
+    longest = max((p.duration or 0) for p in workload.phases)
+    return min(5.0, max(0.5, longest / SAMPLES_PER_PHASE))
+
+
 CDF_PERCENTILES = [*range(1, 100), 99.5, 99.9, 100]
 
 
@@ -247,7 +259,22 @@ def stream_entry(
         "get_cdf": cdf(rec, "get", "get", k),
         "failures_all_phases": sum(r.get("failures", 0) for r in every),
         "requests_all_phases": sum(r.get("ops", 0) for r in every),
+        # Wall-clock [start, end] of the measured phases, for their links' utilisation.
+        "spans": {p: rec.phases[p] for p in ("put", "get") if p in rec.phases},
     }
+
+
+def common_spans(streams: Iterable[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
+    """Phase -> the span in which every stream was in it: the streams start a phase
+    together, but each ends it when its last request returns."""
+    spans: dict[str, tuple[float, float]] = {}
+    for phase in ("put", "get"):
+        each = [s["spans"][phase] for s in streams if phase in s.get("spans", {})]
+        if each:
+            start, end = max(w[0] for w in each), min(w[1] for w in each)
+            if end > start:
+                spans[phase] = (start, end)
+    return spans
 
 
 def run_one(
@@ -281,10 +308,11 @@ def run_one(
     with running_target(run_dir / "cluster", spec, testbed, timings) as target:
         before = target.tier_stats()
         samples = [("run", target.sample())]
-        if isinstance(target, NetnsTarget):
-            outs = streams_on_client(target, workloads, run_dir)
-        else:
-            outs = run_streams(workloads, target.proxy_url, console)
+        with utilisation.Sampler(target.sample, sample_every(workloads[0])) as sampler:
+            if isinstance(target, NetnsTarget):
+                outs = streams_on_client(target, workloads, run_dir)
+            else:
+                outs = run_streams(workloads, target.proxy_url, console)
         samples.append(("end", target.sample()))
         after = target.tier_stats()
         rates = target.link_rates()
@@ -292,7 +320,10 @@ def run_one(
         s: stream_entry(w, o, run_dir, k, testbed.rate_scale)
         for s, w, o in zip(STREAMS, workloads, outs, strict=True)
     }
-    usage = utilisation.phases(samples, rates)
+    usage = {
+        **utilisation.phases(samples, rates),
+        **utilisation.windows(sampler.taken, common_spans(streams.values()), rates),
+    }
     devices = content_mod.delta(content_mod.device_totals(after), content_mod.device_totals(before))
     entry = {
         "name": name,
@@ -310,7 +341,7 @@ def run_one(
         "testbed": testbed.to_json(),
         **testbed.tcp(),
         "utilisation": usage,
-        "cpu_bound": bool(usage["run"]["cpu_bound"]),
+        "cpu_bound": any(u["cpu_bound"] for u in usage.values()),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(time.time() - started, 1),

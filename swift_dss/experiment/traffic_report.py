@@ -174,12 +174,15 @@ def devices_table(summary: dict[str, Any]) -> list[str]:
 
 
 def usage_table(summary: dict[str, Any]) -> list[str]:
-    """What was busy over each run (PUT and GET together), on the emulated testbed."""
-    lines = [f"| run | {utilisation.CELLS_HEADER}", "|---|---:|---|---|---|"]
+    """What was busy in each run's PUT and GET phases (while all four streams were in it)
+    and over the whole run, on the emulated testbed."""
+    lines = [f"| run | phase | {utilisation.CELLS_HEADER}", "|---|---|---:|---|---|---|"]
     for run in summary["runs"]:
-        u = (run.get("utilisation") or {}).get("run")
-        if u:
-            lines.append(f"| {run['name']} | {utilisation.cells(u)} |")
+        for phase in ("put", "get", "run"):
+            u = (run.get("utilisation") or {}).get(phase)
+            if u:
+                label = "whole run" if phase == "run" else phase.upper()
+                lines.append(f"| {run['name']} | {label} | {utilisation.cells(u)} |")
     return lines
 
 
@@ -287,7 +290,13 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "",
     ]
     if any(r.get("utilisation") for r in runs):
-        md += ["What was busy over each run:", "", *usage_table(summary), ""]
+        md += [
+            "What was busy in each phase while all four streams were in it, sampled every "
+            "few seconds, and over the whole run (setup, PUT, GET and clean-up):",
+            "",
+            *usage_table(summary),
+            "",
+        ]
     if summary.get("missing"):
         md += [f"Not measured (failed or not run): {', '.join(summary['missing'])}.", ""]
     path = out / "report.md"

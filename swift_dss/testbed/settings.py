@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 from swift_dss.testbed.congestion import name_error
 from swift_dss.testbed.dilation import Dilation, DilationError, with_override
-from swift_dss.testbed.shaping import ShapingError, full_queue_seconds, parse_rate
+from swift_dss.testbed.shaping import (
+    DEFAULT_BURST,
+    MIN_BURSTS,
+    ShapingError,
+    full_queue_seconds,
+    parse_rate,
+)
 from swift_dss.tierctl.options import META_WRITES, meta_memory_error, model_error
 
 #: The paper's workers. On a 2-core machine 32 + 4 x 3 x 8 = 128 server processes would
@@ -65,6 +71,9 @@ class TestbedError(ValueError):
 
 #: The longest queue a link may keep, in emulated milliseconds.
 MAX_LINK_QUEUE_MS = 10_000
+#: The burst every link kept before the burst was a setting (runs that record no
+#: `link_burst`).
+UNRECORDED_BURST = "gso"
 #: The real queue every link kept before the queue was a setting (runs that record no
 #: `link_queue_ms`): 20 ms at any K, so 20 / K ms of the emulated testbed's time.
 UNRECORDED_REAL_QUEUE_MS = 20.0
@@ -118,6 +127,10 @@ class TestbedSettings:
     #: Each link's queue, in the emulated testbed's milliseconds (tc's tbf `latency`, times
     #: K on the veths): how long a saturated link's queue grows before it drops.
     link_queue_ms: float = 10.0
+    #: The smallest token bucket of each link's tbf (swift_dss.testbed.shaping's
+    #: MIN_BURSTS): "frames", a few Ethernet frames, so that the queue above is nearly all
+    #: a full queue holds; "gso", 128 KiB, which at the scaled rates holds as long again.
+    link_burst: str = DEFAULT_BURST
     #: Every node's TCP congestion control (swift_dss.testbed.congestion); empty: the
     #: host's default, whatever that is.
     tcp_congestion: str = ""
@@ -157,6 +170,10 @@ class TestbedSettings:
             raise TestbedError(
                 f"link_queue_ms must be more than 0 and at most {MAX_LINK_QUEUE_MS}, not {queue!r}"
             )
+        if self.link_burst not in MIN_BURSTS:
+            raise TestbedError(
+                f"link_burst must be one of {', '.join(MIN_BURSTS)}, not {self.link_burst!r}"
+            )
         if reason := name_error(self.tcp_congestion):
             raise TestbedError(reason)
         if not integer_in(limit := self.error_limit, 0, MAX_ERROR_LIMIT):
@@ -180,7 +197,7 @@ class TestbedSettings:
     def full_link_queue_ms(self, role: str) -> float:
         """How long a full queue of ROLE's link holds a packet, in emulated ms: the set
         queue plus tbf's burst at the link's scaled rate."""
-        seconds = full_queue_seconds(self.link_rate(role), self.link_queue())
+        seconds = full_queue_seconds(self.link_rate(role), self.link_queue(), self.link_burst)
         return seconds * 1000 / self.dilation
 
     def _timeouts(self) -> dict[str, str]:

@@ -16,11 +16,17 @@ Why tbf with these numbers (no netem here, so rates only):
   frames, so bulk TCP gets 1448 of 1514 bytes instead: 119.5 MB/s, 1.6% above the real
   link (`dss bench links` measures it). Turning offload off would charge every frame, at
   the CPU cost of segmenting every packet in software on this 2-core machine.
-- burst: max(1 ms of the rate, 128 KiB). At least one whole 64 KiB GSO packet (veths pass
-  segmentation-offloaded packets, and tbf splits one larger than its bucket, costing CPU
-  on the bridge) with headroom for a second; 1 ms of the rate where that is more (10 Gbit/s:
-  1.25 MB), so that the timer's granularity does not cap the rate. A full bucket lets one
-  burst through at the machine's speed: 128 KiB is 1% of a second at 100 Mbit/s.
+- burst: max(1 ms of the rate, a minimum), so that the timer's granularity does not cap
+  the rate (10 Gbit/s: 1.25 MB). A full bucket lets one burst through at the machine's
+  speed, and a full queue holds the set latency *plus* the burst, so the minimum decides
+  how deep a slow link's queue is. Two minimums (`MIN_BURSTS`):
+  - "frames" (the default): four full Ethernet frames, 6 KB, 0.5 ms at 100 Mbit/s. tbf
+    then splits each segmentation-offloaded packet (veths pass up to 64 KiB) into its
+    frames in software, which at the testbed's scaled rates (tens of MB/s) costs the
+    bridge little, and charges the overhead above per frame, as the wire does.
+  - "gso": 128 KiB, one whole 64 KiB offloaded packet with headroom for a second, so that
+    none is split; it is 10.5 ms by itself at 100 Mbit/s, twice a 10 ms queue. Records
+    made before the burst was a setting were measured with it.
 - latency: the queue holds this long of the rate beyond the burst, then drops. A testbed
   sets it as the emulated link's queue times K (TestbedSettings.link_queue_ms, 10 ms by
   default: 20 ms at the caching experiment's K = 2), so that it holds the bytes the
@@ -37,7 +43,12 @@ import subprocess
 from dataclasses import dataclass
 
 ETHERNET_OVERHEAD = 24
-MIN_BURST = 128 * 1024
+#: A full Ethernet frame as tbf charges it: 1500 bytes of IP, the 14-byte header, and the
+#: overhead above.
+FRAME = 1514 + ETHERNET_OVERHEAD
+#: tbf's smallest bucket, by the name a testbed's `link_burst` setting gives it.
+MIN_BURSTS = {"frames": 4 * FRAME, "gso": 128 * 1024}
+DEFAULT_BURST = "frames"
 BURST_SECONDS = 0.001
 #: The queue of a link shaped outside a testbed (real milliseconds).
 QUEUE_MS = 20
@@ -84,32 +95,34 @@ class Link:
     inner: str = "eth0"
     #: How long a queue the link keeps, in real milliseconds (already dilated).
     queue_ms: float = QUEUE_MS
+    #: Its token bucket's minimum (a `MIN_BURSTS` name).
+    burst: str = DEFAULT_BURST
 
     @property
     def bytes_per_second(self) -> int:
         return self.rate // 8
 
 
-def burst_bytes(rate: int) -> int:
-    return max(MIN_BURST, math.ceil(rate / 8 * BURST_SECONDS))
+def burst_bytes(rate: int, burst: str = DEFAULT_BURST) -> int:
+    return max(MIN_BURSTS[burst], math.ceil(rate / 8 * BURST_SECONDS))
 
 
-def full_queue_seconds(rate: int, queue_ms: float) -> float:
-    """How long a full queue of a link shaped by tbf(RATE, QUEUE_MS) takes to drain: tbf
-    keeps the latency's bytes beyond the burst, so at a low rate the burst is most of it
-    (128 KiB is 10.5 ms at 100 Mbit/s)."""
-    return queue_ms / 1000 + burst_bytes(rate) * 8 / rate
+def full_queue_seconds(rate: int, queue_ms: float, burst: str = DEFAULT_BURST) -> float:
+    """How long a full queue of a link shaped by tbf(RATE, QUEUE_MS, BURST) takes to drain:
+    tbf keeps the latency's bytes beyond the burst, so at a low rate a large burst is most
+    of it (128 KiB is 10.5 ms at 100 Mbit/s)."""
+    return queue_ms / 1000 + burst_bytes(rate, burst) * 8 / rate
 
 
-def tbf(rate: int, queue_ms: float = QUEUE_MS) -> list[str]:
+def tbf(rate: int, queue_ms: float = QUEUE_MS, burst: str = DEFAULT_BURST) -> list[str]:
     """The qdisc spec that shapes an interface's egress to RATE bit/s, with a queue of
-    QUEUE_MS milliseconds."""
+    QUEUE_MS milliseconds beyond a bucket of at least BURST's bytes."""
     return [
         "tbf",
         "rate",
         f"{rate}bit",
         "burst",
-        str(burst_bytes(rate)),
+        str(burst_bytes(rate, burst)),
         "latency",
         f"{queue_ms:g}ms",
         "overhead",
@@ -119,7 +132,7 @@ def tbf(rate: int, queue_ms: float = QUEUE_MS) -> list[str]:
 
 def commands(link: Link) -> list[list[str]]:
     """The tc command lines that shape LINK both ways: into the node, then out of it."""
-    spec = tbf(link.rate, link.queue_ms)
+    spec = tbf(link.rate, link.queue_ms, link.burst)
     return [
         ["tc", "qdisc", "replace", "dev", link.outer, "root", *spec],
         ["tc", "-n", link.namespace, "qdisc", "replace", "dev", link.inner, "root", *spec],

@@ -17,11 +17,13 @@ measured, and a larger time dilation factor (or more workers) is the remedy.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,6 +231,52 @@ def phases(
         name: usage(before, after, rates, cores).to_json()
         for (name, before), (_, after) in itertools.pairwise(samples)
     }
+
+
+class Sampler:
+    """Samples every EVERY seconds in a thread of its own while in use, each with the wall
+    clock's time, for runs whose phases are not started from this process (the traffic
+    study's streams run on the client node): `windows` then picks each phase's samples."""
+
+    def __init__(self, take: Callable[[], Sample], every: float) -> None:
+        self.take, self.every = take, every
+        self.taken: list[tuple[float, Sample]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="utilisation", daemon=True)
+
+    def _loop(self) -> None:
+        while True:
+            # A failed sample is a gap, not the end of the run it measures.
+            with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError, KeyError):
+                self.taken.append((time.time(), self.take()))
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def windows(
+    taken: list[tuple[float, Sample]],
+    spans: Mapping[str, tuple[float, float]],
+    rates: Mapping[str, int],
+    cores: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Phase name -> its usage between the first sample at or after its span's start and
+    the last at or before its end (wall-clock seconds), so that no other phase's load is
+    in it; a phase whose span holds fewer than two samples is left out."""
+    cores = cores or os.cpu_count() or 1
+    out = {}
+    for name, (start, end) in spans.items():
+        inside = [s for at, s in taken if start <= at <= end]
+        if len(inside) >= 2:
+            out[name] = usage(inside[0], inside[-1], rates, cores).to_json()
+    return out
 
 
 def cells(u: Mapping[str, Any]) -> str:

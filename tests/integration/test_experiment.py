@@ -150,6 +150,9 @@ def test_traffic_on_the_testbed(tmp_path: Path) -> None:
     for run in summary["runs"]:
         assert run["put_mbps"] > 0 and run["testbed"]["dilation"] == 2
         assert run["utilisation"]["run"]["links"]["client"] > 0
+        # Sampled while the streams ran: the PUT phase alone moved bytes over the links.
+        assert run["utilisation"]["put"]["links"]["client"] > 0
+        assert 0 < run["utilisation"]["put"]["seconds"] < run["utilisation"]["run"]["seconds"]
         # Each Files PUT the proxy answered is joined with its one replica's steps.
         files = run["put_waits"]["files"]
         assert files["n"] > 0 and files["replica_1st"] <= files["proxy"]

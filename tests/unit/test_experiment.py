@@ -568,6 +568,20 @@ def test_a_kept_run_without_a_recorded_queue_had_twenty_real_milliseconds(
         check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4)), where)
 
 
+def test_a_kept_run_without_a_recorded_burst_had_the_large_one(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    tb = Testbed("netns", TestbedSettings(dilation=8)).to_json()
+    del tb["settings"]["link_burst"]
+    where = tmp_path / "entry.json"
+    gso = TestbedSettings(dilation=8, link_burst="gso")
+    check_kept({"testbed": tb}, Testbed("netns", gso), where)
+    with pytest.raises(ExperimentError, match=r"link_burst gso \(now frames\)"):
+        check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=8)), where)
+
+
 def test_a_kept_run_without_a_recorded_congestion_control_had_the_hosts(tmp_path: Path) -> None:
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.targets import Testbed, check_kept

@@ -39,15 +39,18 @@ def test_format_rate() -> None:
     assert shaping.format_rate(333_333_333) == "333.333mbit"
 
 
-def test_burst_holds_a_gso_packet_or_a_millisecond() -> None:
-    assert shaping.burst_bytes(10**8) == 128 * 1024  # 1 ms would be 12.5 kB
-    assert shaping.burst_bytes(10**10) == 1_250_000  # 1 ms of 10 Gbit/s
+def test_burst_holds_a_few_frames_a_gso_packet_or_a_millisecond() -> None:
+    assert shaping.burst_bytes(10**7) == 4 * 1538  # 1 ms would be 1,250 bytes
+    assert shaping.burst_bytes(10**8) == 12_500  # 1 ms of 100 Mbit/s
+    assert shaping.burst_bytes(10**8, "gso") == 128 * 1024
+    for burst in shaping.MIN_BURSTS:
+        assert shaping.burst_bytes(10**10, burst) == 1_250_000  # 1 ms of 10 Gbit/s
 
 
 def test_a_link_is_shaped_at_both_ends() -> None:
     link = Link("s1", "dss-abc123-s1", "dssabc123s1", 10**9)
     into, out = shaping.commands(link)
-    spec = ["tbf", "rate", "1000000000bit", "burst", "131072", "latency", "20ms",
+    spec = ["tbf", "rate", "1000000000bit", "burst", "125000", "latency", "20ms",
             "overhead", "24"]  # fmt: skip
     assert into == ["tc", "qdisc", "replace", "dev", "dssabc123s1", "root", *spec]
     assert out == ["tc", "-n", "dss-abc123-s1", "qdisc", "replace", "dev", "eth0", "root", *spec]
@@ -82,20 +85,43 @@ def test_the_links_queue_is_the_emulated_ones_dilated() -> None:
 
 
 def test_a_full_queue_holds_the_set_queue_plus_the_burst() -> None:
-    # 100 Mbit/s: 128 KiB of burst drain in 10.5 ms, as much again as a 10 ms queue.
-    assert shaping.full_queue_seconds(10**8, 10) == pytest.approx(0.01 + 131072 * 8 / 1e8)
-    # 10 Gbit/s: a millisecond of burst.
-    assert shaping.full_queue_seconds(10**10, 10) == pytest.approx(0.011)
-    # In emulated time the burst's share does not depend on K, only on the scaled rate.
+    # 100 Mbit/s: 128 KiB of burst drain in 10.5 ms, as much again as a 10 ms queue; four
+    # frames would take 0.5 ms, but a millisecond of the rate is more.
+    assert shaping.full_queue_seconds(10**8, 10, "gso") == pytest.approx(0.01 + 131072 * 8 / 1e8)
+    assert shaping.full_queue_seconds(10**8, 10) == pytest.approx(0.011)
+    # 10 Mbit/s: four frames, 4.9 ms.
+    assert shaping.full_queue_seconds(10**7, 10) == pytest.approx(0.01 + 6152 * 8 / 1e7)
+    # 10 Gbit/s: a millisecond of burst, whichever minimum.
+    assert shaping.full_queue_seconds(10**10, 10, "gso") == pytest.approx(0.011)
+    # In emulated time the large burst's share does not depend on K, only on the scaled
+    # rate; the small one is at most a millisecond of the real rate, 1/K ms emulated.
     for k in (2, 8):
-        tb = TestbedSettings(dilation=k, rate_scale=0.1)
-        assert tb.full_link_queue_ms("s1") == pytest.approx(20.49, abs=0.01)
-        assert tb.full_link_queue_ms("client") == pytest.approx(11.05, abs=0.01)
-    assert TestbedSettings(dilation=4).full_link_queue_ms("s1") == pytest.approx(11.05, abs=0.01)
-    # The reports say so; a run that recorded no queue setting gets no line.
-    (line,) = queue_lines(dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1)))
-    assert "holds 20.5 ms" in line and "11.0 on the client's" in line
+        gso = TestbedSettings(dilation=k, rate_scale=0.1, link_burst="gso")
+        assert gso.full_link_queue_ms("s1") == pytest.approx(20.49, abs=0.01)
+        assert gso.full_link_queue_ms("client") == pytest.approx(11.05, abs=0.01)
+        frames = TestbedSettings(dilation=k, rate_scale=0.1)
+        assert frames.full_link_queue_ms("s1") == pytest.approx(10.5, abs=0.01)
+        assert 10 < frames.full_link_queue_ms("client") <= 10.5
+    assert TestbedSettings(dilation=4).full_link_queue_ms("s1") == pytest.approx(10.25)
+    # The reports say so; a run that recorded no queue setting gets no line, and one that
+    # recorded no burst had the large one.
+    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1))
+    (line,) = queue_lines(settings)
+    assert "holds 10.5 ms" in line and "10.1 on the client's" in line and "frames" in line
+    del settings["link_burst"]
+    (line,) = queue_lines(settings)
+    assert "holds 20.5 ms" in line and "11.0 on the client's" in line and "gso, 128 KiB" in line
     assert queue_lines({"dilation": 8}) == []
+
+
+def test_the_links_burst_is_a_setting() -> None:
+    net = Network("abc123")
+    links = net.testbed_links(TestbedSettings(dilation=8, rate_scale=0.1, link_burst="gso"), 1)
+    assert {x.burst for x in links} == {"gso"}
+    into, _ = shaping.commands(links[-1])
+    assert into[into.index("burst") + 1] == "131072"
+    with pytest.raises(TestbedError, match="link_burst must be one of frames, gso, not 'tiny'"):
+        TestbedSettings(link_burst="tiny").validate()
 
 
 def test_settings_dilate_timeouts_and_models() -> None:

@@ -4,6 +4,7 @@ and the CPU-bound flag, from samples built by hand."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -111,3 +112,37 @@ def test_a_phase_counts_what_its_tcp_counters_and_drops_added() -> None:
     # Samples without the counters (the all-in-one cluster) record none.
     bare = u.usage(u.Sample(0.0, {}, 0, 0, {}), u.Sample(1.0, {}, 0, 1, {}), RATES, 2)
     assert "tcp" not in bare.to_json()
+
+
+def test_windows_use_only_the_samples_inside_each_span() -> None:
+    # One sample a second; the link carries 1 MB/s until t=5, then 0.25 MB/s.
+    taken = []
+    for t in range(11):
+        carried = 1_000_000 * min(t, 5) + 250_000 * max(t - 5, 0)
+        taken.append((100.0 + t, sample(float(t), {}, 0, t, {"s1": (carried, 0)})))
+    got = u.windows(taken, {"put": (100.0, 105.0), "get": (105.5, 110.0)}, RATES, cores=2)
+    assert got["put"]["links"]["s1"] == pytest.approx(1.0)
+    # GET's span starts between samples: its first is at 106, not the 105 of PUT's end.
+    assert got["get"]["links"]["s1"] == pytest.approx(0.25)
+    assert got["get"]["seconds"] == pytest.approx(4.0)
+    # A span with one sample or none cannot be measured and is left out.
+    assert "short" not in u.windows(taken, {"short": (103.5, 104.2)}, RATES, cores=2)
+
+
+def test_sampler_samples_until_its_block_ends_and_survives_a_failed_sample() -> None:
+    calls = []
+
+    def take() -> u.Sample:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("a link went away")
+        return sample(float(len(calls)), {}, 0, 0, {})
+
+    with u.Sampler(take, every=0.01) as sampler:
+        while len(calls) < 5:
+            time.sleep(0.001)
+    ended = len(calls)
+    assert [s.at for _, s in sampler.taken][:3] == [1.0, 3.0, 4.0]
+    walls = [at for at, _ in sampler.taken]
+    assert walls == sorted(walls)
+    assert len(calls) == ended  # the thread has stopped
