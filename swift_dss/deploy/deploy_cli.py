@@ -147,6 +147,11 @@ def local_cluster() -> None:
     help="[testbed] Every node's TCP congestion control, e.g. cubic.  [the host's]",
 )
 @click.option(
+    "--tcp-rto-min-ms",
+    type=float,
+    help="[testbed] TCP's minimum RTO, emulated ms (times K); 0: the kernel's.  [200]",
+)
+@click.option(
     "--error-limit",
     type=int,
     help="[testbed] The proxy's error_suppression_limit.  [Swift's 10]",

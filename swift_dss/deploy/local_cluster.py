@@ -63,7 +63,7 @@ from swift_dss.deploy.probes import free_ports, http, rss_kib, tcp_answers
 from swift_dss.deploy.processes import Check, log_tail
 from swift_dss.deploy.rings import PART_POWER
 from swift_dss.deploy.swift_config import current_user
-from swift_dss.testbed import congestion, shaping
+from swift_dss.testbed import congestion, shaping, tcp_timers
 from swift_dss.testbed.settings import ROLES
 
 STATE_FILE = "local-cluster.json"
@@ -211,7 +211,9 @@ class LocalCluster(NodeDevices, TestbedNodes):
             shaping.apply(self.links())
             try:
                 congestion.apply(self.net.namespaces(), self.cfg.testbed.tcp_congestion)
-            except congestion.CongestionError as err:
+                if (rto := self.cfg.testbed.rto_min_us()) is not None:
+                    tcp_timers.apply(self.net.namespaces(), rto)
+            except (congestion.CongestionError, tcp_timers.TimerError) as err:
                 raise ClusterError(str(err)) from None
         for mount in tiers:
             wait_tier_mounted(mount)

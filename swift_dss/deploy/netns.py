@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from swift_dss.testbed import congestion, shaping
+from swift_dss.testbed import congestion, shaping, tcp_timers
 from swift_dss.testbed.settings import ROLES, TestbedSettings
 from swift_dss.testbed.shaping import Link
 
@@ -151,6 +151,8 @@ class Network:
         links = self.testbed_links(settings, nodes)
         shaping.apply(links)
         congestion.apply(self.namespaces(), settings.tcp_congestion)
+        if (rto := settings.rto_min_us()) is not None:
+            tcp_timers.apply(self.namespaces(), rto)
         return links
 
     def exec_prefix(self, node: int) -> list[str]:

@@ -12,7 +12,12 @@ from swift_dss.experiment import failures, plots
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
 from swift_dss.testbed import shaping, utilisation
-from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT, UNRECORDED_BURST, TestbedSettings
+from swift_dss.testbed.settings import (
+    SWIFT_ERROR_LIMIT,
+    UNRECORDED_BURST,
+    UNRECORDED_RTO_MIN_MS,
+    TestbedSettings,
+)
 
 MIB = 1 << 20
 
@@ -219,11 +224,18 @@ def queue_lines(settings: dict[str, Any]) -> list[str]:
     recorded = {"link_burst": UNRECORDED_BURST, **settings}
     tb = TestbedSettings(**{k: v for k, v in recorded.items() if k in known})
     least = shaping.MIN_BURSTS[tb.link_burst]
+    rto = settings.get("tcp_rto_min_ms", UNRECORDED_RTO_MIN_MS)
+    rto_text = (
+        f"{rto:g} ms of emulated time ({rto * tb.dilation:g} ms real)"
+        if rto
+        else f"the kernel's 200 ms of real time, {200 / tb.dilation:g} ms of emulated time"
+    )
     return [
         f"- Link queues: a full queue holds {tb.full_link_queue_ms('s1'):.1f} ms of emulated "
         f"time on a storage node's link and {tb.full_link_queue_ms('client'):.1f} on the "
         f"client's: the set {tb.link_queue_ms:g} ms plus tbf's burst ({tb.link_burst}, "
-        f"{least / 1024:.3g} KiB at least) at the link's rate."
+        f"{least / 1024:.3g} KiB at least) at the link's rate. A dropped segment is sent "
+        f"again after TCP's minimum retransmission timeout at the earliest: {rto_text}."
     ]
 
 

@@ -39,6 +39,7 @@ from swift_dss.testbed.settings import (
     TESTBED_HDD,
     UNRECORDED_BURST,
     UNRECORDED_REAL_QUEUE_MS,
+    UNRECORDED_RTO_MIN_MS,
     TestbedSettings,
 )
 from swift_dss.tierctl import TierError, report
@@ -140,7 +141,8 @@ def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
     """A kept run's recorded TESTBED as it was measured: a run from before the link queue
     was a setting had the queue it had then, not today's default, and one from before the
     congestion control was a setting had the host's, one from before the error limit
-    was a setting had Swift's, and one from before the burst was a setting had "gso"."""
+    was a setting had Swift's, one from before the burst was a setting had "gso", and one
+    from before TCP's minimum RTO was dilated had the kernel's (0)."""
     settings = testbed.get("settings")
     if not settings:
         return testbed
@@ -149,6 +151,7 @@ def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
         "error_limit": SWIFT_ERROR_LIMIT,
         "meta_writes": "sync",
         "link_burst": UNRECORDED_BURST,
+        "tcp_rto_min_ms": UNRECORDED_RTO_MIN_MS,
     }
     if "link_queue_ms" not in settings:
         unrecorded["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))

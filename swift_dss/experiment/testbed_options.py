@@ -30,6 +30,7 @@ SETTINGS = (
     "link_queue_ms",
     "link_burst",
     "tcp_congestion",
+    "tcp_rto_min_ms",
     "error_limit",
 )
 
@@ -50,8 +51,8 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         if kind == "saio" and (k is not None or rate_scale is not None or given):
             raise click.BadParameter(
                 "--dilation, --rate-scale, the link rates, --ssd-model, --hdd-model, "
-                "--meta-memory, --meta-writes, --link-queue-ms, --link-burst, --tcp-congestion and "
-                "--error-limit are the emulated testbed's (netns)"
+                "--meta-memory, --meta-writes, --link-queue-ms, --link-burst, --tcp-congestion, "
+                "--tcp-rto-min-ms and --error-limit are the emulated testbed's (netns)"
             )
         settings = None
         if kind == "netns":
@@ -147,6 +148,14 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             default=None,
             help="every node's TCP congestion control (cubic: the paper's kernel's and "
             "Debian's default), or '' for the host's  [default: the host's]",
+        ),
+        click.option(
+            "--tcp-rto-min-ms",
+            type=float,
+            default=None,
+            help="TCP's minimum retransmission timeout on every node, in the emulated "
+            "testbed's milliseconds (times K in each namespace), or 0 for the kernel's "
+            f"undilated one  [default: {TestbedSettings.tcp_rto_min_ms:g}, Linux's]",
         ),
         click.option(
             "--link-queue-ms",

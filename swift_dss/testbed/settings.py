@@ -20,6 +20,7 @@ from swift_dss.testbed.shaping import (
     full_queue_seconds,
     parse_rate,
 )
+from swift_dss.testbed.tcp_timers import LINUX_RTO_MIN_MS
 from swift_dss.tierctl.options import META_WRITES, meta_memory_error, model_error
 
 #: The paper's workers. On a 2-core machine 32 + 4 x 3 x 8 = 128 server processes would
@@ -71,6 +72,10 @@ class TestbedError(ValueError):
 
 #: The longest queue a link may keep, in emulated milliseconds.
 MAX_LINK_QUEUE_MS = 10_000
+#: The largest minimum retransmission timeout, in emulated ms.
+MAX_RTO_MIN_MS = 10_000
+#: The minimum RTO of runs from before it was a setting: the kernel's, undilated.
+UNRECORDED_RTO_MIN_MS = 0
 #: The burst every link kept before the burst was a setting (runs that record no
 #: `link_burst`).
 UNRECORDED_BURST = "gso"
@@ -134,6 +139,10 @@ class TestbedSettings:
     #: Every node's TCP congestion control (swift_dss.testbed.congestion); empty: the
     #: host's default, whatever that is.
     tcp_congestion: str = ""
+    #: TCP's minimum retransmission timeout on every node, in emulated ms (times K in each
+    #: namespace's tcp_rto_min_us, swift_dss.testbed.tcp_timers): Linux's 200 ms, as the
+    #: paper's kernel had; 0 leaves the kernel's own, 200 ms of real time.
+    tcp_rto_min_ms: float = LINUX_RTO_MIN_MS
     #: The proxy's error_suppression_limit (Swift's default, as the paper's Swift had):
     #: a setting so that a run can tell the failures the errors of one phase cause in
     #: the next (a node left out) from those of the devices themselves.
@@ -174,6 +183,12 @@ class TestbedSettings:
             raise TestbedError(
                 f"link_burst must be one of {', '.join(MIN_BURSTS)}, not {self.link_burst!r}"
             )
+        rto = self.tcp_rto_min_ms
+        if isinstance(rto, bool) or not (rto == 0 or number_in(rto, MAX_RTO_MIN_MS)):
+            raise TestbedError(
+                f"tcp_rto_min_ms must be 0 (the kernel's) or more than 0 and at most "
+                f"{MAX_RTO_MIN_MS}, not {rto!r}"
+            )
         if reason := name_error(self.tcp_congestion):
             raise TestbedError(reason)
         if not integer_in(limit := self.error_limit, 0, MAX_ERROR_LIMIT):
@@ -193,6 +208,13 @@ class TestbedSettings:
     def link_queue(self) -> float:
         """Each link's queue in real milliseconds: the emulated one, K times longer."""
         return self.dilated.timeout(self.link_queue_ms)
+
+    def rto_min_us(self) -> int | None:
+        """Every namespace's tcp_rto_min_us: the emulated minimum K times longer (None:
+        leave the kernel's)."""
+        if not self.tcp_rto_min_ms:
+            return None
+        return round(self.dilated.timeout(self.tcp_rto_min_ms) * 1000)
 
     def full_link_queue_ms(self, role: str) -> float:
         """How long a full queue of ROLE's link holds a packet, in emulated ms: the set

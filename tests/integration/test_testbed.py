@@ -6,6 +6,7 @@ from the client namespace."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from swift_dss.deploy.deploy_cli import deploy, describe
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.netns import Network
 from swift_dss.experiment import put_waits
-from swift_dss.testbed import congestion, shaping
+from swift_dss.testbed import congestion, shaping, tcp_timers
 from swift_dss.testbed.settings import TestbedSettings
 
 pytestmark = pytest.mark.integration
@@ -89,6 +90,40 @@ def test_every_node_connects_with_the_set_congestion_control(net: Network) -> No
         assert out.stdout.strip() == name, ns
     # The host's own connections keep its default.
     assert congestion.host_default() == host
+
+
+#: A connection made and used in the namespace, then the kernel's view of its sockets:
+#: `ss` gives each one's current retransmission timeout as "rto:<ms>".
+SOCKET_RTO = (
+    "import socket, subprocess; l = socket.create_server(('127.0.0.1', 0)); "
+    "c = socket.create_connection(l.getsockname()); a, _ = l.accept(); "
+    "c.sendall(b'x'); a.recv(1); a.sendall(b'y'); c.recv(1); "
+    "print(subprocess.run(['ss', '-tni', 'state', 'established'], capture_output=True, "
+    "text=True, check=True).stdout)"
+)
+
+
+def test_every_nodes_tcp_waits_the_dilated_minimum_rto(net: Network) -> None:
+    host = (tcp_timers.PROC / tcp_timers.KEY).read_text()
+    net.make_testbed(TestbedSettings(dilation=8), 1)
+    namespaces = net.namespaces()
+    assert len(namespaces) == 3
+    for ns in namespaces:
+        assert tcp_timers.read(ns) == 1_600_000, ns
+        out = subprocess.run(
+            ["ip", "netns", "exec", ns, sys.executable, "-c", SOCKET_RTO],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        rtos = re.findall(r"\brto:(\d+)", out)
+        # Both ends of the connection: Linux's 200 ms, eight times longer.
+        assert len(rtos) == 2 and all(int(ms) >= 1600 for ms in rtos), out
+    # The host's own connections keep theirs.
+    assert (tcp_timers.PROC / tcp_timers.KEY).read_text() == host
+
+
+def test_an_undilated_rto_leaves_the_kernels(net: Network) -> None:
+    net.make_testbed(TestbedSettings(dilation=8, tcp_rto_min_ms=0), 1)
+    assert {tcp_timers.read(ns) for ns in net.namespaces()} == {200_000}
 
 
 def test_down_cleans_up_a_crashed_testbed(tmp_path: Path) -> None:

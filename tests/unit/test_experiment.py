@@ -582,6 +582,20 @@ def test_a_kept_run_without_a_recorded_burst_had_the_large_one(tmp_path: Path) -
         check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=8)), where)
 
 
+def test_a_kept_run_without_a_recorded_rto_had_the_kernels(tmp_path: Path) -> None:
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    tb = Testbed("netns", TestbedSettings(dilation=8)).to_json()
+    del tb["settings"]["tcp_rto_min_ms"]
+    where = tmp_path / "entry.json"
+    kernels = TestbedSettings(dilation=8, tcp_rto_min_ms=0)
+    check_kept({"testbed": tb}, Testbed("netns", kernels), where)
+    with pytest.raises(ExperimentError, match=r"tcp_rto_min_ms 0 \(now 200.0\)"):
+        check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=8)), where)
+
+
 def test_a_kept_run_without_a_recorded_congestion_control_had_the_hosts(tmp_path: Path) -> None:
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.targets import Testbed, check_kept

@@ -263,3 +263,19 @@ def test_client_commands_run_in_the_client_namespace() -> None:
     cmd = netexec.python_command(ns, "m:f", 1, "a")
     assert cmd[:4] == ["ip", "netns", "exec", ns]
     assert cmd[5:] == ["-m", "swift_dss.testbed.netexec", "m:f", '[1, "a"]']
+
+
+def test_tcps_minimum_rto_is_dilated_or_left_to_the_kernel() -> None:
+    assert TestbedSettings(dilation=8).rto_min_us() == 1_600_000
+    assert TestbedSettings(dilation=2, tcp_rto_min_ms=50).rto_min_us() == 100_000
+    assert TestbedSettings(dilation=8, tcp_rto_min_ms=0).rto_min_us() is None
+    for bad in (-1, 10_001, True, "200"):
+        with pytest.raises(TestbedError, match="tcp_rto_min_ms must be 0"):
+            TestbedSettings(tcp_rto_min_ms=bad).validate()  # type: ignore[arg-type]
+    # The reports say which: a run from before the setting had the kernel's.
+    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1))
+    (line,) = queue_lines(settings)
+    assert "200 ms of emulated time (1600 ms real)" in line
+    del settings["tcp_rto_min_ms"]
+    (line,) = queue_lines(settings)
+    assert "the kernel's 200 ms of real time, 25 ms of emulated time" in line
