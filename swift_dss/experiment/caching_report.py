@@ -3,21 +3,16 @@ with the device activity and cache counters that explain the differences."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from swift_dss.experiment import failures, plots
+from swift_dss.experiment.link_notes import queue_lines
 from swift_dss.experiment.paper import FIG7, FIG9
 from swift_dss.experiment.summary import FIG7_KEYS
-from swift_dss.testbed import shaping, utilisation
-from swift_dss.testbed.settings import (
-    SWIFT_ERROR_LIMIT,
-    UNRECORDED_BURST,
-    UNRECORDED_RTO_MIN_MS,
-    TestbedSettings,
-)
+from swift_dss.testbed import utilisation
+from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT
 
 MIB = 1 << 20
 
@@ -213,29 +208,6 @@ def rate_scale_lines(settings: dict[str, Any]) -> list[str]:
         "so that a scaled object moves as long as the full-size one on the paper's "
         "hardware while seeks, per-operation times and CPU stay as they are; "
         f"bandwidths are read at the full object sizes (measured bytes / {s:g})."
-    ]
-
-
-def queue_lines(settings: dict[str, Any]) -> list[str]:
-    """What a full link queue holds, when the run recorded its queue setting."""
-    known = {f.name for f in dataclasses.fields(TestbedSettings)}
-    if "link_queue_ms" not in settings:
-        return []
-    recorded = {"link_burst": UNRECORDED_BURST, **settings}
-    tb = TestbedSettings(**{k: v for k, v in recorded.items() if k in known})
-    least = shaping.MIN_BURSTS[tb.link_burst]
-    rto = settings.get("tcp_rto_min_ms", UNRECORDED_RTO_MIN_MS)
-    rto_text = (
-        f"{rto:g} ms of emulated time ({rto * tb.dilation:g} ms real)"
-        if rto
-        else f"the kernel's 200 ms of real time, {200 / tb.dilation:g} ms of emulated time"
-    )
-    return [
-        f"- Link queues: a full queue holds {tb.full_link_queue_ms('s1'):.1f} ms of emulated "
-        f"time on a storage node's link and {tb.full_link_queue_ms('client'):.1f} on the "
-        f"client's: the set {tb.link_queue_ms:g} ms plus tbf's burst ({tb.link_burst}, "
-        f"{least / 1024:.3g} KiB at least) at the link's rate. A dropped segment is sent "
-        f"again after TCP's minimum retransmission timeout at the earliest: {rto_text}."
     ]
 
 

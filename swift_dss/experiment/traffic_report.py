@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from swift_dss.experiment import plots, put_waits, server_times, tier_requests
-from swift_dss.experiment.caching_report import queue_lines, rate_scale_lines
+from swift_dss.experiment.caching_report import rate_scale_lines
+from swift_dss.experiment.link_notes import queue_lines
 from swift_dss.experiment.paper import FIG10_TREND, FIG11_FILES_UNDER_100MS
 from swift_dss.testbed import utilisation
 

@@ -12,7 +12,7 @@ from swift_dss.deploy.generate import NodePaths, proxy_configs, storage_configs
 from swift_dss.deploy.local_cluster import LocalCluster
 from swift_dss.deploy.local_cluster_config import ClusterError, LocalClusterConfig
 from swift_dss.deploy.netns import Network
-from swift_dss.experiment.caching_report import queue_lines
+from swift_dss.experiment.link_notes import queue_lines
 from swift_dss.testbed import netexec, shaping
 from swift_dss.testbed.settings import TestbedError, TestbedSettings
 from swift_dss.testbed.shaping import Link, ShapingError
