@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from swift_dss.testbed import shaping
-from swift_dss.testbed.settings import UNRECORDED_BURST, UNRECORDED_RTO_MIN_MS, TestbedSettings
+from swift_dss.testbed.settings import UNRECORDED, TestbedSettings
 
 
 def queue_lines(settings: dict[str, Any]) -> list[str]:
@@ -15,10 +15,10 @@ def queue_lines(settings: dict[str, Any]) -> list[str]:
     known = {f.name for f in dataclasses.fields(TestbedSettings)}
     if "link_queue_ms" not in settings:
         return []
-    recorded = {"link_burst": UNRECORDED_BURST, **settings}
+    recorded = {**UNRECORDED, **settings}
     tb = TestbedSettings(**{k: v for k, v in recorded.items() if k in known})
     least = shaping.MIN_BURSTS[tb.link_burst]
-    rto = settings.get("tcp_rto_min_ms", UNRECORDED_RTO_MIN_MS)
+    rto = tb.tcp_rto_min_ms
     rto_text = (
         f"{rto:g} ms of emulated time ({rto * tb.dilation:g} ms real)"
         if rto

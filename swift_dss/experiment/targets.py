@@ -35,11 +35,9 @@ from swift_dss.loadgen.workload import Workload
 from swift_dss.testbed import congestion, utilisation
 from swift_dss.testbed.settings import (
     PAPER_SERVER_WORKERS,
-    SWIFT_ERROR_LIMIT,
     TESTBED_HDD,
-    UNRECORDED_BURST,
+    UNRECORDED,
     UNRECORDED_REAL_QUEUE_MS,
-    UNRECORDED_RTO_MIN_MS,
     TestbedSettings,
 )
 from swift_dss.tierctl import TierError, report
@@ -146,13 +144,7 @@ def as_measured(testbed: dict[str, Any]) -> dict[str, Any]:
     settings = testbed.get("settings")
     if not settings:
         return testbed
-    unrecorded: dict[str, Any] = {
-        "tcp_congestion": congestion.HOST_DEFAULT,
-        "error_limit": SWIFT_ERROR_LIMIT,
-        "meta_writes": "sync",
-        "link_burst": UNRECORDED_BURST,
-        "tcp_rto_min_ms": UNRECORDED_RTO_MIN_MS,
-    }
+    unrecorded: dict[str, Any] = dict(UNRECORDED)
     if "link_queue_ms" not in settings:
         unrecorded["link_queue_ms"] = UNRECORDED_REAL_QUEUE_MS / int(testbed.get("dilation", 1))
     return {**testbed, "settings": {**unrecorded, **settings}}

@@ -17,7 +17,6 @@ only widens what sockets may ask for, and another testbed may be using it.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from swift_dss.testbed import netexec
@@ -88,10 +87,5 @@ def apply(namespaces: list[str], name: str) -> None:
     check(name)
     allow(name)
     for ns in namespaces:
-        # /proc/sys/net is the writer's own namespace's, so the write runs inside it.
-        cmd = netexec.command(ns, ["tee", str(PROC / "tcp_congestion_control")])
-        proc = subprocess.run(cmd, input=name, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            lines = proc.stderr.strip().splitlines()
-            reason = lines[-1] if lines else f"exit {proc.returncode}"
+        if reason := netexec.write(ns, str(PROC / "tcp_congestion_control"), name):
             raise CongestionError(f"TCP congestion control {name} in {ns}: {reason}")

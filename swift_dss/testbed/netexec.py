@@ -24,6 +24,17 @@ def command(namespace: str, cmd: list[str]) -> list[str]:
     return ["ip", "netns", "exec", namespace, *cmd]
 
 
+def write(namespace: str, path: str, value: str) -> str | None:
+    """Write VALUE to the file PATH inside NAMESPACE (a /proc/sys/net file is the writer's
+    own namespace's); why it failed, or None."""
+    cmd = command(namespace, ["tee", path])
+    done = subprocess.run(cmd, input=value, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exit {done.returncode}"
+
+
 def python_command(namespace: str, target: str, *args: Any) -> list[str]:
     """The command that calls TARGET ("module:function") with ARGS in NAMESPACE."""
     return command(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swift_dss.testbed.congestion import name_error
+from swift_dss.testbed.congestion import HOST_DEFAULT, name_error
 from swift_dss.testbed.dilation import Dilation, DilationError, with_override
 from swift_dss.testbed.shaping import (
     DEFAULT_BURST,
@@ -74,11 +74,17 @@ class TestbedError(ValueError):
 MAX_LINK_QUEUE_MS = 10_000
 #: The largest minimum retransmission timeout, in emulated ms.
 MAX_RTO_MIN_MS = 10_000
-#: The minimum RTO of runs from before it was a setting: the kernel's, undilated.
-UNRECORDED_RTO_MIN_MS = 0
-#: The burst every link kept before the burst was a setting (runs that record no
-#: `link_burst`).
-UNRECORDED_BURST = "gso"
+#: What a run recorded before each of these was a setting had (a kept run without the
+#: key): the host's congestion control, Swift's error limit, metadata writes that wait,
+#: the 128 KiB bucket and the kernel's undilated minimum RTO. The link queue, which
+#: depends on the run's K, is `UNRECORDED_REAL_QUEUE_MS`.
+UNRECORDED = {
+    "tcp_congestion": HOST_DEFAULT,
+    "error_limit": SWIFT_ERROR_LIMIT,
+    "meta_writes": "sync",
+    "link_burst": "gso",
+    "tcp_rto_min_ms": 0,
+}
 #: The real queue every link kept before the queue was a setting (runs that record no
 #: `link_queue_ms`): 20 ms at any K, so 20 / K ms of the emulated testbed's time.
 UNRECORDED_REAL_QUEUE_MS = 20.0

@@ -42,14 +42,7 @@ def apply(namespaces: list[str], rto_min_us: int, proc: Path = PROC) -> None:
             "TCP's retransmission timeout; set tcp_rto_min_ms to 0 to leave it"
         )
     for ns in namespaces:
-        # /proc/sys/net is the writer's own namespace's, so the write runs inside it.
-        cmd = netexec.command(ns, ["tee", str(proc / KEY)])
-        done = subprocess.run(
-            cmd, input=str(rto_min_us), capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            lines = done.stderr.strip().splitlines()
-            reason = lines[-1] if lines else f"exit {done.returncode}"
+        if reason := netexec.write(ns, str(proc / KEY), str(rto_min_us)):
             raise TimerError(f"{KEY} {rto_min_us} in {ns}: {reason}")
 
 

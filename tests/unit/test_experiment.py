@@ -568,31 +568,27 @@ def test_a_kept_run_without_a_recorded_queue_had_twenty_real_milliseconds(
         check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4)), where)
 
 
-def test_a_kept_run_without_a_recorded_burst_had_the_large_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("key", "then", "refused"),
+    [
+        # Before the burst was a setting every link had the 128 KiB bucket...
+        ("link_burst", "gso", r"link_burst gso \(now frames\)"),
+        # ... and TCP's minimum RTO was the kernel's, undilated.
+        ("tcp_rto_min_ms", 0, r"tcp_rto_min_ms 0 \(now 200.0\)"),
+    ],
+)
+def test_a_kept_run_without_a_recorded_link_setting_had_the_earlier_one(
+    key: str, then: object, refused: str, tmp_path: Path
+) -> None:
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.targets import Testbed, check_kept
     from swift_dss.testbed.settings import TestbedSettings
 
     tb = Testbed("netns", TestbedSettings(dilation=8)).to_json()
-    del tb["settings"]["link_burst"]
+    del tb["settings"][key]
     where = tmp_path / "entry.json"
-    gso = TestbedSettings(dilation=8, link_burst="gso")
-    check_kept({"testbed": tb}, Testbed("netns", gso), where)
-    with pytest.raises(ExperimentError, match=r"link_burst gso \(now frames\)"):
-        check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=8)), where)
-
-
-def test_a_kept_run_without_a_recorded_rto_had_the_kernels(tmp_path: Path) -> None:
-    from swift_dss.experiment.cluster import ExperimentError
-    from swift_dss.experiment.targets import Testbed, check_kept
-    from swift_dss.testbed.settings import TestbedSettings
-
-    tb = Testbed("netns", TestbedSettings(dilation=8)).to_json()
-    del tb["settings"]["tcp_rto_min_ms"]
-    where = tmp_path / "entry.json"
-    kernels = TestbedSettings(dilation=8, tcp_rto_min_ms=0)
-    check_kept({"testbed": tb}, Testbed("netns", kernels), where)
-    with pytest.raises(ExperimentError, match=r"tcp_rto_min_ms 0 \(now 200.0\)"):
+    check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=8, **{key: then})), where)
+    with pytest.raises(ExperimentError, match=refused):
         check_kept({"testbed": tb}, Testbed("netns", TestbedSettings(dilation=8)), where)
 
 
