@@ -10,7 +10,7 @@ from typing import Any
 from swift_dss.experiment import failures, plots
 from swift_dss.experiment.link_notes import queue_lines
 from swift_dss.experiment.paper import FIG7, FIG9
-from swift_dss.experiment.summary import FIG7_KEYS
+from swift_dss.experiment.summary import FIG7_KEYS, STEADY_BANDWIDTH, as_sent_lines
 from swift_dss.testbed import utilisation
 from swift_dss.testbed.settings import SWIFT_ERROR_LIMIT
 
@@ -212,9 +212,7 @@ def rate_scale_lines(settings: dict[str, Any]) -> list[str]:
 
 
 BANDWIDTH_LINE = (
-    "- Bandwidth: the bytes moved while every client was busy (from the phase's start to "
-    "the first moment a client had no request left to send, transfers then in flight "
-    "counted as far as they got) over that time. The whole phase's bytes over its whole "
+    f"{STEADY_BANDWIDTH} The whole phase's bytes over its whole "
     "duration (`*_whole_phase_mbps` in summary.json) also count the drain, in which the "
     "last few large transfers run alone: at these request counts it can be most of a GET "
     "phase, and its figure then says more about when those objects were drawn than about "
@@ -390,6 +388,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
             {**setup, "tcp": sorted({e["tcp"] for e in measured if "tcp" in e})},
             {e["measured_as"]: len(e.get("repeats") or [e]) for e in measured},
         ),
+        *as_sent_lines(k for e in measured for k in e.get("steady_uploads_per_run", [None])),
         f"- Workload: Table I, object sizes x{sc['size_scale']:g}, request counts "
         f"x{sc['count_scale']:g}: {ws['objects']} objects, {ws['bytes'] / MIB:,.0f} MiB PUT "
         f"({setup['bytes_per_device'] / MIB:,.0f} MiB per device with replicas), "

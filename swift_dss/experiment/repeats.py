@@ -68,6 +68,7 @@ def combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError("no repeats to combine")
     out = dict(entries[0])
     out["repeats"] = [{k: e.get(k) for k in FIGURES} for e in entries]
+    out["steady_uploads_per_run"] = [e.get("steady_uploads") for e in entries]
     out["ci"] = {}
     for key in FIGURES:
         got = mean_ci([e[key] for e in entries if e.get(key) is not None])

@@ -9,11 +9,36 @@ The failure rate counts every request without a 2xx, as the paper's Fig. 7(c) do
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from swift_dss.loadgen.stats import Recorder
+from swift_dss.loadgen.stats import UPLOADS_BY_TIME, Recorder
 
 FIG7_KEYS = ("put_mbps", "get_mbps", "get_ttfb_ms", "put_latency_ms", "failure_rate")
+
+#: What the reports call a phase's bandwidth (swift_dss.loadgen.driver's steady state).
+STEADY_BANDWIDTH = (
+    "- Bandwidth: the bytes moved while every client was busy (from the phase's start to "
+    "the first moment a client had no request left to send) over that time. A download "
+    "then in flight counts as far as it got, an upload by the share of its time it had "
+    "run: what a client has sent may still wait in socket buffers on its way to the "
+    "storage nodes."
+)
+
+
+def as_sent_lines(kinds: Iterable[str | None]) -> list[str]:
+    """A line on the runs among KINDS (each run's `steady_uploads`; None: not recorded)
+    that counted the uploads in flight at the steady state's end as far as sent."""
+    kinds = list(kinds)
+    old = sum(1 for kind in kinds if kind != UPLOADS_BY_TIME)
+    if not old:
+        return []
+    return [
+        f"- {old} of these {len(kinds)} runs were recorded before that: their PUT bandwidth "
+        "counts the uploads then in flight as far as the client had sent them, some of "
+        "which the links had not carried yet, so it reads high where many large uploads "
+        "were in flight behind slow links."
+    ]
 
 
 def phase_row(rows: list[dict[str, Any]], op: str) -> dict[str, Any]:
@@ -121,7 +146,8 @@ def refreshed(entry: dict[str, Any], recorder: Recorder | None) -> dict[str, Any
     k = int(tb.get("dilation", 1))
     scale = float((tb.get("settings") or {}).get("rate_scale", 1.0))
     figs = at_real_speed(figures(rows), k, scale)
-    return {**entry, **{key: figs[key] for key in RECORDED_RATES if figs.get(key) is not None}}
+    rates = {key: figs[key] for key in RECORDED_RATES if figs.get(key) is not None}
+    return {**entry, **rates, "steady_uploads": recorder.steady_uploads}
 
 
 def at_real_speed(figs: dict[str, Any], k: int, rate_scale: float = 1.0) -> dict[str, Any]:

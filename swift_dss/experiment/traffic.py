@@ -252,6 +252,7 @@ def stream_entry(
         "get_ops": get.get("ops"),
         "put_duration_s": put.get("duration_s"),
         "get_duration_s": get.get("duration_s"),
+        "steady_uploads": rec.steady_uploads,
         # 100 ms of the emulated testbed are 100 K ms of the dilated run.
         "put_under_100ms": under(rec, "put", "put", 100 * k),
         "get_under_100ms": under(rec, "get", "get", 100 * k),

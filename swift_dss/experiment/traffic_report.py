@@ -10,6 +10,7 @@ from swift_dss.experiment import plots, put_waits, server_times, tier_requests
 from swift_dss.experiment.caching_report import rate_scale_lines
 from swift_dss.experiment.link_notes import queue_lines
 from swift_dss.experiment.paper import FIG10_TREND, FIG11_FILES_UNDER_100MS
+from swift_dss.experiment.summary import STEADY_BANDWIDTH, as_sent_lines
 from swift_dss.testbed import utilisation
 
 
@@ -247,6 +248,10 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
         "is in `summary.json`.",
         "",
         *testbed_lines(setup),
+        STEADY_BANDWIDTH + " A stream's bandwidth is its own steady state's, as the paper "
+        "computed each stream's on its own; Fig. 10's aggregate is their sum.",
+        *as_sent_lines(s.get("steady_uploads") for r in runs for s in r["streams"].values()),
+        "",
         "## The paper's observations, checked",
         "",
         *trends(summary),

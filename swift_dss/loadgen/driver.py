@@ -5,6 +5,11 @@ GET bodies go to a WRITEFUNCTION that counts (or checks) them. Every request has
 limit, so a phase always ends: a request that moves no byte for ``timeout`` seconds fails.
 The loop keeps track of the time it spends outside ``select`` (its own CPU work): when that
 is nearly all of the time, the client, not the server, sets the pace.
+
+An upload's bytes count as moved in proportion to its time, not as curl has sent them:
+what curl has sent may still sit in socket buffers between it and the storage nodes (its
+own, the proxy's, the proxy's to each replica), and behind a slow link those hold seconds
+of its traffic. A download's bytes are counted as they arrive, which is when they moved.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from swift_dss.loadgen.ordering import ObjectOrder
 from swift_dss.loadgen.payload import BodyChecker, PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Protocol, Wire
-from swift_dss.loadgen.stats import Recorder
+from swift_dss.loadgen.stats import Recorder, is_success
 
 #: curl error numbers with a name in the reports; others appear as "curlNN".
 CURL_ERRORS = {
@@ -77,8 +82,16 @@ class _Counter:
         self.n += len(data)
 
 
+def upload_share(start: float, cut: float, end: float) -> float:
+    """The share of an upload's body moved by CUT, for one that ran from START to END:
+    in proportion to its time (see the module's docstring)."""
+    if end <= start:
+        return 1.0
+    return min(1.0, max(0.0, (cut - start) / (end - start)))
+
+
 class _Slot:
-    __slots__ = ("curl", "custom", "reader", "req", "sink", "start")
+    __slots__ = ("curl", "custom", "cut", "reader", "req", "sink", "start")
 
     def __init__(self, curl: pycurl.Curl) -> None:
         self.curl = curl
@@ -87,6 +100,8 @@ class _Slot:
         self.start = 0.0
         self.reader = None
         self.sink: _Counter | BodyChecker | None = None
+        #: When the steady state ended with this upload in flight (perf_counter), or None.
+        self.cut: float | None = None
 
     def moved(self) -> int:
         """Body bytes this slot's transfer has sent (PUT) or received so far."""
@@ -114,6 +129,8 @@ class Driver:
         self.loop = LoopStats()
         #: Of the last run: (wall time, bytes) when its steady state ended (see run).
         self.steady: tuple[float, int] | None = None
+        #: Bytes of the uploads in flight when the steady state ended, as they finish.
+        self._cut_uploads = 0.0
         self.multi = pycurl.CurlMulti()
         self.multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, options.concurrency)
         self.slots = {}
@@ -210,8 +227,10 @@ class Driver:
             now - slot.start,
             nbytes,
         )
+        if slot.cut is not None and is_success(req.op, outcome):
+            self._cut_uploads += nbytes * upload_share(slot.start, slot.cut, now)
         self.order.finished(req)
-        slot.req = slot.reader = slot.sink = None
+        slot.req = slot.reader = slot.sink = slot.cut = None
         self.free.append(slot)
 
     def _collect(self) -> int:
@@ -245,14 +264,17 @@ class Driver:
 
         ``self.steady`` then holds when the run's steady state ended, the first moment a
         transfer slot stayed free because there was nothing left to send, and the body
-        bytes moved until then (finished successful requests and the transfers in flight,
-        as far as they got). A short run ends with a drain in which a few large transfers
-        run alone, and its bytes over its whole duration mostly measure when those were
-        drawn; over the steady state, every slot was busy."""
+        bytes moved until then: those of finished successful requests, of the downloads
+        in flight as far as they got, and of the uploads in flight the share of their
+        time they had run, counted once they succeed. A short run ends with a drain in
+        which a few large transfers run alone, and its bytes over its whole duration
+        mostly measure when those were drawn; over the steady state, every slot was
+        busy."""
         start = time.perf_counter()
         exhausted = stopping = False
         steady_end: float | None = None
         steady_bytes = 0
+        self._cut_uploads = 0.0
         issued = done = failures_seen = 0
         next_tick = start + 0.25
         bytes_seen = 0
@@ -286,7 +308,7 @@ class Driver:
                     self._issue(req, now)
             if exhausted and self.free and steady_end is None:
                 steady_end = now
-                steady_bytes = self._totals(phase)[1] + self._in_flight_bytes()
+                steady_bytes = self._totals(phase)[1] + self._cut_in_flight(now)
             if exhausted and not self.order.waiting and len(self.free) == len(self.slots):
                 break
             wait = 0.05
@@ -311,15 +333,24 @@ class Driver:
         self.loop.wall += end - start
         if steady_end is None:  # nothing was issued
             steady_end, steady_bytes = end, self._totals(phase)[1]
-        self.steady = (self.wall(steady_end), steady_bytes)
+        self.steady = (self.wall(steady_end), steady_bytes + round(self._cut_uploads))
         if self.tick is not None:
             failures_seen, bytes_seen = self._totals(phase)
             self.tick(phase, done, failures_seen, bytes_seen, end - start)
         return self.wall(start), self.wall(end)
 
-    def _in_flight_bytes(self) -> int:
-        """Body bytes the transfers in flight have sent or received so far."""
-        return sum(slot.moved() for slot in self.slots.values() if slot.req is not None)
+    def _cut_in_flight(self, now: float) -> int:
+        """Body bytes the downloads in flight have received so far; marks the uploads in
+        flight, whose share `_done` adds once each has succeeded."""
+        received = 0
+        for slot in self.slots.values():
+            if slot.req is None:
+                continue
+            if slot.reader is not None:
+                slot.cut = now
+            else:
+                received += slot.moved()
+        return received
 
     def _totals(self, phase: str) -> tuple[int, int]:
         f = b = 0

@@ -5,10 +5,12 @@ S3 (path style, signatures not checked) for the load generator, keeps connection
 logs every request (method, path, body length, class header), and injects faults on a
 deterministic schedule: ``status:503@4`` answers every 4th object request with 503,
 ``reset@5`` resets every 5th connection half way through the answer, ``stall@7`` never answers every
-7th (until the server stops), ``slow@3`` sends every 3rd answer's body in ten pieces
-`SLOW_PAUSE` seconds apart. Written on asyncio streams rather than http.server because
-the faults need control of the socket (a reset is an RST, a stall holds the connection) and
-the benchmark needs keep-alive at a few thousand requests per second.
+7th (until the server stops), ``slow@3`` sends every 3rd answer's body, or reads every
+3rd request's body, in ten pieces `SLOW_PAUSE` seconds apart: a slow store's download,
+or an upload whose bytes the client has sent long before they arrive. Written on asyncio
+streams rather than http.server because the faults need control of the socket (a reset is
+an RST, a stall holds the connection) and the benchmark needs keep-alive at a few thousand
+requests per second.
 
     python -m swift_dss.loadgen.localserver --port 0 [--faults ...] [--store]
 """
@@ -23,7 +25,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-#: Seconds between the pieces of a ``slow`` answer's body.
+#: Seconds between the pieces of a ``slow`` answer's or request's body.
 SLOW_PAUSE = 0.4
 SLOW_PIECES = 10
 
@@ -160,18 +162,10 @@ class LocalServer:
                 headers[k.strip().lower()] = v.strip()
         path = target.split("?", 1)[0]
         length = int(headers.get("content-length", "0") or 0)
-        body = b""
-        if length:
-            body = await reader.readexactly(length) if self.state.store else b""
-            if not self.state.store:
-                left = length
-                while left:
-                    chunk = await reader.read(min(left, 1 << 20))
-                    if not chunk:
-                        raise asyncio.IncompleteReadError(b"", left)
-                    left -= len(chunk)
         is_object = path.count("/") >= (4 if path.startswith("/v1/") else 2)
         fault = self._fault() if is_object and not path.startswith("/auth") else None
+        slow = fault is not None and fault.kind == "slow"
+        body = await self._body(reader, length, slow) if length else b""
         cls = headers.get("x-dss-object-class")
         if fault is not None and fault.kind == "reset":
             self._record(method, path, length, cls, "reset")
@@ -199,7 +193,7 @@ class LocalServer:
         out.append(f"Content-Length: {send}")
         writer.write(("\r\n".join(out) + "\r\n\r\n").encode())
         if method != "HEAD" and send:
-            if fault is not None and fault.kind == "slow":
+            if slow and not length:
                 await self._trickle(writer, rbody or bytes(send))
             elif rbody:
                 writer.write(rbody)
@@ -212,6 +206,26 @@ class LocalServer:
                     await writer.drain()
         await writer.drain()
         return headers.get("connection", "").lower() != "close"
+
+    async def _body(self, reader: asyncio.StreamReader, length: int, slow: bool) -> bytes:
+        """The request's body (kept only when the server stores objects); read in
+        `SLOW_PIECES` pieces with a pause before each when SLOW."""
+        step = -(-length // SLOW_PIECES) if slow else 1 << 20
+        kept = []
+        left = length
+        while left:
+            if slow:
+                await asyncio.sleep(SLOW_PAUSE)
+            want = min(left, step)
+            while want:
+                chunk = await reader.read(want)
+                if not chunk:
+                    raise asyncio.IncompleteReadError(b"", left)
+                if self.state.store:
+                    kept.append(chunk)
+                want -= len(chunk)
+                left -= len(chunk)
+        return b"".join(kept)
 
     @staticmethod
     async def _trickle(writer: asyncio.StreamWriter, body: bytes) -> None:

@@ -88,6 +88,13 @@ class Cell:
         return c
 
 
+#: How a steady state's bytes count an upload in flight at its end: by the share of its
+#: time it had run (swift_dss.loadgen.driver), or, in records made before that, by what
+#: the client had sent, some of which was still in socket buffers.
+UPLOADS_BY_TIME = "by time"
+UPLOADS_AS_SENT = "as sent"
+
+
 class Recorder:
     """Everything one process measured; merge() adds another process's (or run's) record."""
 
@@ -99,6 +106,7 @@ class Recorder:
         self.phases: dict[str, list[float]] = {}  # phase -> [first start, last end] (wall)
         # phase -> per process [start, steady state's end (wall), bytes moved until then]
         self.steady: dict[str, list[list[float]]] = {}
+        self.steady_uploads = UPLOADS_BY_TIME
 
     def record(
         self,
@@ -187,6 +195,8 @@ class Recorder:
             self.phase_window(p, start, end)
         for p, windows in other.steady.items():
             self.steady.setdefault(p, []).extend(list(w) for w in windows)
+        if other.steady_uploads != UPLOADS_BY_TIME:
+            self.steady_uploads = other.steady_uploads
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -195,6 +205,7 @@ class Recorder:
             "series": [[list(k), v] for k, v in self.series.items()],
             "phases": self.phases,
             "steady": self.steady,
+            "steady_uploads": self.steady_uploads,
         }
 
     @classmethod
@@ -207,6 +218,7 @@ class Recorder:
         r.phases = {p: list(w) for p, w in d["phases"].items()}
         # Absent from records written before it was kept.
         r.steady = {p: [list(w) for w in ws] for p, ws in d.get("steady", {}).items()}
+        r.steady_uploads = d.get("steady_uploads", UPLOADS_AS_SENT)
         return r
 
     # --- reports -----------------------------------------------------------------------------

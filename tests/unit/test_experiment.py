@@ -835,3 +835,12 @@ def test_the_caching_testbed_scales_rates_with_the_sizes(
         workers,
         k,
     )
+
+
+def test_reports_name_the_runs_that_counted_uploads_in_flight_as_sent() -> None:
+    from swift_dss.experiment.summary import as_sent_lines
+    from swift_dss.loadgen.stats import UPLOADS_AS_SENT, UPLOADS_BY_TIME
+
+    assert as_sent_lines([UPLOADS_BY_TIME] * 3) == []
+    [line] = as_sent_lines([UPLOADS_BY_TIME, UPLOADS_AS_SENT, None])
+    assert line.startswith("- 2 of these 3 runs")

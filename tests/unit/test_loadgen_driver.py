@@ -240,3 +240,37 @@ def test_the_steady_state_ends_when_the_sequence_runs_out() -> None:
     # How much of the last PUTs' bodies had gone when a slot first stayed free depends on
     # timing; that the stalled request's wait is left out does not.
     assert put["steady_mbps"] > put["mbps"]
+
+
+def test_an_upload_in_flight_counts_by_its_time_not_by_what_the_client_sent() -> None:
+    # Two 256 KiB PUTs on two slots. The server reads the second one's body in ten pieces
+    # 0.4 s apart, so the client hands all of it to its buffers at once and it arrives over
+    # 4 s. The steady state ends when the first PUT is done and nothing is left to send:
+    # the slow upload then counts for the share of its time it had run, a small one.
+    size = 256 * KIB
+    with LocalServer(faults=["slow@2"]) as srv:
+        recorder = Recorder(time.time())
+        driver = Driver(
+            connect(srv.url, "swift"),
+            PayloadSource(1),
+            recorder,
+            DriverOptions(concurrency=2, timeout=10),
+        )
+        try:
+            puts = [Request(i, "put", "put", "Doc", 25, size, "b", "c", f"o{i}", i) for i in (0, 1)]
+            driver.run("put", iter(puts))
+        finally:
+            driver.close()
+        assert [r.outcome for r in srv.log if r.method == "PUT"] == ["201", "201"]
+    assert driver.steady is not None
+    _end, nbytes = driver.steady
+    assert size <= nbytes < size + size / 2
+
+
+def test_an_uploads_share_is_its_time_before_the_cut() -> None:
+    from swift_dss.loadgen.driver import upload_share
+
+    assert upload_share(10.0, 11.0, 14.0) == pytest.approx(0.25)
+    assert upload_share(10.0, 15.0, 14.0) == 1.0  # finished before the cut
+    assert upload_share(10.0, 9.0, 14.0) == 0.0  # started after it
+    assert upload_share(10.0, 10.0, 10.0) == 1.0  # took no time

@@ -139,3 +139,17 @@ def test_steady_request_rate_counts_the_seconds_of_the_steady_state() -> None:
     summary = next(r for r in rec.rows() if r["type"] is None)
     assert summary["steady_ops_per_s"] == pytest.approx(30.5 / 3.5, abs=1e-3)
     assert summary["ops_per_s"] == pytest.approx(32 / 10)
+
+
+def test_a_record_says_how_its_steady_state_counted_uploads_in_flight() -> None:
+    from swift_dss.loadgen.stats import UPLOADS_AS_SENT, UPLOADS_BY_TIME
+
+    new = Recorder(0.0)
+    assert Recorder.from_json(new.to_json()).steady_uploads == UPLOADS_BY_TIME
+    old = new.to_json()
+    del old["steady_uploads"]  # written before uploads were counted by their time
+    merged = Recorder(0.0)
+    merged.merge(Recorder.from_json(old))
+    assert merged.steady_uploads == UPLOADS_AS_SENT
+    merged.merge(new)  # one old process's record marks the whole run
+    assert merged.steady_uploads == UPLOADS_AS_SENT
