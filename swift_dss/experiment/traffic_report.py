@@ -11,7 +11,8 @@ from swift_dss.experiment.caching_report import rate_scale_lines
 from swift_dss.experiment.link_notes import queue_lines
 from swift_dss.experiment.paper import FIG10_TREND, FIG11_FILES_UNDER_100MS
 from swift_dss.experiment.summary import STEADY_BANDWIDTH, as_sent_lines
-from swift_dss.testbed import utilisation
+from swift_dss.testbed import shaping, utilisation
+from swift_dss.testbed.settings import ROLES
 
 
 def _f(value: Any, digits: int = 1) -> str:
@@ -47,17 +48,37 @@ def opts_duration(setup: dict[str, Any]) -> float:
     return float(setup["options"]["duration"])
 
 
+#: TCP payload per byte a link's counters see: 1448 of each 1514-byte frame.
+PAYLOAD_PER_FRAME_BYTE = 1448 / 1514
+
+
+def links_carried(run: dict[str, Any], setup: dict[str, Any], op: str) -> float | None:
+    """The object bytes per second (MB/s, at the full object sizes) the storage nodes'
+    links carried in RUN's OP phase, each replica counted once: from the links' measured
+    use, a check on the aggregate that the streams' own clients measured."""
+    u = (run.get("utilisation") or {}).get(op)
+    tb = setup.get("testbed") or {}
+    if not u or tb.get("kind") != "netns":
+        return None
+    rate = shaping.parse_rate(tb["settings"]["storage_rate"]) / 8
+    used = sum(share for name, share in u["links"].items() if name not in ROLES)
+    copies = setup["scale"]["replicas"] if op == "put" else 1
+    return used * rate * PAYLOAD_PER_FRAME_BYTE / copies / 1e6
+
+
 def bandwidth_table(summary: dict[str, Any], op: str) -> list[str]:
     streams = summary["streams"]
     lines = [
-        f"| run | on the SSD | {' | '.join(streams)} | aggregate {op.upper()} MB/s |",
-        "|---|---|" + "---:|" * (len(streams) + 1),
+        f"| run | on the SSD | {' | '.join(streams)} | aggregate {op.upper()} MB/s "
+        "| carried by the storage links |",
+        "|---|---|" + "---:|" * (len(streams) + 2),
     ]
     for run in summary["runs"]:
         cells = [_f((run["streams"].get(s) or {}).get(f"{op}_mbps")) for s in streams]
+        carried = links_carried(run, summary["setup"], op)
         lines.append(
             f"| {run['name']} | {', '.join(run['on_ssd']) or '-'} | {' | '.join(cells)} | "
-            f"{_f(run.get(f'{op}_mbps'))} |"
+            f"{_f(run.get(f'{op}_mbps'))} | {_f(carried)} |"
         )
     return lines
 

@@ -3,6 +3,8 @@ report's table of it."""
 
 from __future__ import annotations
 
+import pytest
+
 from swift_dss.experiment import traffic
 from swift_dss.experiment.traffic_report import usage_table
 
@@ -54,3 +56,20 @@ def test_a_phase_is_sampled_about_twenty_times_within_bounds() -> None:
     assert traffic.sample_every(traffic.stream_workload(base, "Files", short, 0)) == 2.0
     tiny = traffic.TrafficOptions(duration=3)
     assert traffic.sample_every(traffic.stream_workload(base, "Files", tiny, 0)) == 0.5
+
+
+def test_what_the_storage_links_carried_counts_each_replica_once() -> None:
+    from swift_dss.experiment.traffic_report import links_carried
+
+    setup = {
+        "scale": {"replicas": 3},
+        "testbed": {"kind": "netns", "settings": {"storage_rate": "1gbit"}},
+    }
+    links = {"client": 0.9, "proxy": 0.9, "s1": 0.5, "s2": 0.5, "s3": 0.5, "s4": 0.5}
+    run = {"utilisation": {"put": {"links": links}, "get": {"links": links}}}
+    # Two links' worth of 1 Gbit/s (125 MB/s) at 1448 payload bytes per 1514-byte frame.
+    both = 2 * 125 * 1448 / 1514
+    assert links_carried(run, setup, "put") == pytest.approx(both / 3)
+    assert links_carried(run, setup, "get") == pytest.approx(both)
+    assert links_carried({}, setup, "put") is None
+    assert links_carried(run, {"scale": {"replicas": 3}}, "put") is None  # all-in-one
