@@ -144,7 +144,7 @@ def local_cluster() -> None:
 )
 @click.option(
     "--tcp-congestion",
-    help="[testbed] Every node's TCP congestion control, e.g. cubic.  [the host's]",
+    help="[testbed] Every node's TCP congestion control; '': the host's.  [cubic]",
 )
 @click.option(
     "--tcp-rto-min-ms",
@@ -173,7 +173,7 @@ def up(
         flag = "--" + next(iter(given)).replace("_", "-")
         raise click.UsageError(f"{flag} is a testbed setting: add --testbed")
     try:
-        congestion.check(given.get("tcp_congestion", congestion.HOST_DEFAULT))
+        congestion.check(given.get("tcp_congestion", congestion.PAPER))
     except congestion.CongestionError as err:
         raise click.BadParameter(str(err), param_hint="--tcp-congestion") from None
     cfg = LocalClusterConfig(

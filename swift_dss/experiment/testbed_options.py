@@ -146,8 +146,8 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         click.option(
             "--tcp-congestion",
             default=None,
-            help="every node's TCP congestion control (cubic: the paper's kernel's and "
-            "Debian's default), or '' for the host's  [default: the host's]",
+            help="every node's TCP congestion control, or '' for the host's default  "
+            "[default: cubic, the paper's kernel's and Debian's]",
         ),
         click.option(
             "--tcp-rto-min-ms",

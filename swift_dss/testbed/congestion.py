@@ -6,7 +6,8 @@ response's first byte waits behind it, depends on the senders' algorithm. CUBIC 
 default since 2.6.19, the paper's 3.2.1 kernel's, and Debian 12's) grows its window until
 the queue drops a packet, so a busy link's queue stays near full; BBR paces at the path's
 measured rate and keeps the queue to a few packets. A new namespace takes the host's
-default, so without this the testbed's queues depended on how its host was set up.
+default, so left to it the testbed's queues depend on how its host was set up: the
+default is the paper's CUBIC, which a fresh Debian 12 runs too, whatever the host's.
 
 A namespace other than the first may only take an algorithm on the kernel's allowed list
 (`tcp_allowed_congestion_control`, which also lets unprivileged sockets choose it), so
@@ -26,6 +27,8 @@ PROC = Path("/proc/sys/net/ipv4")
 NAME = re.compile(r"^[a-z0-9_]{1,15}$")
 #: The setting's value for "leave each namespace with the host's default".
 HOST_DEFAULT = ""
+#: The testbed's default: the paper's Linux 3.2.1 ran it, and so does Debian 12.
+PAPER = "cubic"
 
 
 class CongestionError(Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swift_dss.testbed.congestion import HOST_DEFAULT, name_error
+from swift_dss.testbed.congestion import HOST_DEFAULT, PAPER, name_error
 from swift_dss.testbed.dilation import Dilation, DilationError, with_override
 from swift_dss.testbed.shaping import (
     DEFAULT_BURST,
@@ -142,9 +142,9 @@ class TestbedSettings:
     #: MIN_BURSTS): "frames", a few Ethernet frames, so that the queue above is nearly all
     #: a full queue holds; "gso", 128 KiB, which at the scaled rates holds as long again.
     link_burst: str = DEFAULT_BURST
-    #: Every node's TCP congestion control (swift_dss.testbed.congestion); empty: the
-    #: host's default, whatever that is.
-    tcp_congestion: str = ""
+    #: Every node's TCP congestion control (swift_dss.testbed.congestion): the paper's
+    #: CUBIC; empty: the host's default, whatever that is.
+    tcp_congestion: str = PAPER
     #: TCP's minimum retransmission timeout on every node, in emulated ms (times K in each
     #: namespace's tcp_rto_min_us, swift_dss.testbed.tcp_timers): Linux's 200 ms, as the
     #: paper's kernel had; 0 leaves the kernel's own, 200 ms of real time.
