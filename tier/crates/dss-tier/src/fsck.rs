@@ -405,13 +405,22 @@ mod tests {
     use crate::journal::Record;
     use dss_engine::{BlockKey, Durable};
 
-    fn dirs(name: &str) -> (PathBuf, PathBuf) {
+    /// A test's scratch directory, removed when the test ends, passed or failed.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dirs(name: &str) -> (Scratch, PathBuf, PathBuf) {
         let base = std::env::temp_dir().join(format!("dss-fsck-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let (ssd, hdd) = (base.join("ssd"), base.join("hdd"));
         std::fs::create_dir_all(&ssd).unwrap();
         std::fs::create_dir_all(hdd.join("objects/7")).unwrap();
-        (ssd, hdd)
+        (Scratch(base), ssd, hdd)
     }
 
     /// A file on the HDD with an anchor and a dirty record in a fresh journal and slab.
@@ -444,7 +453,7 @@ mod tests {
 
     #[test]
     fn an_intact_cache_is_no_loss() {
-        let (ssd, hdd) = dirs("intact");
+        let (_scratch, ssd, hdd) = dirs("intact");
         assert!(
             detect_loss(&ssd, &hdd).unwrap().is_none(),
             "nothing anchored"
@@ -455,7 +464,7 @@ mod tests {
 
     #[test]
     fn a_wiped_ssd_sets_the_stale_files_aside_and_is_recorded() {
-        let (ssd, hdd) = dirs("wiped");
+        let (_scratch, ssd, hdd) = dirs("wiped");
         let ino = cached_dirty(&ssd, &hdd, "objects/7/a.data");
         std::fs::write(hdd.join("objects/7/other.data"), b"never cached").unwrap();
         std::fs::remove_dir_all(&ssd).unwrap();
@@ -486,7 +495,7 @@ mod tests {
 
     #[test]
     fn a_lost_slab_behind_a_journal_is_a_loss_too() {
-        let (ssd, hdd) = dirs("slab");
+        let (_scratch, ssd, hdd) = dirs("slab");
         let ino = cached_dirty(&ssd, &hdd, "objects/7/b.data");
         std::fs::remove_file(ssd.join(SLAB)).unwrap();
         let loss = detect_loss(&ssd, &hdd).unwrap().expect("the loss is found");
