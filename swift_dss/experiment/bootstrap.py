@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -95,6 +96,16 @@ def samples(recorder: Recorder) -> dict[str, np.ndarray]:
     for op in ("put", "get"):
         got[f"{op} without {EXCLUDED_TYPE}"] = phase_requests(recorder, op, EXCLUDED_TYPE)
     return {op: m for op, m in got.items() if len(m)}
+
+
+def with_excluding(entry: dict[str, Any], samples: dict[str, np.ndarray]) -> dict[str, Any]:
+    """ENTRY with its PUT and GET bandwidths without EXCLUDED_TYPE (`excluding`), from its
+    own run's SAMPLES: each repeat gets its own, so that repeats combine them as any
+    other figure."""
+    return {
+        **entry,
+        **{f"{op}_mbps_excl_vmdk": excluding(entry, samples, op) for op in ("put", "get")},
+    }
 
 
 def excluding(entry: dict[str, object], samples: dict[str, np.ndarray], op: str) -> float | None:

@@ -376,6 +376,7 @@ def caching(
         recorders = [kept_recorder(done.parent) for done in kept_files]
         for done, recorder in zip(kept_files, recorders, strict=True):
             kept = refreshed(json.loads(done.read_text()), recorder)
+            kept = bootstrap.with_excluding(kept, bootstrap.samples(recorder) if recorder else {})
             check_measured(kept, testbed, scale, done, w.seed)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests
@@ -436,10 +437,6 @@ def build_summary(
             if source is None:
                 continue
             entry = {**source, "measured_as": source["key"]}
-            for op in ("put", "get"):
-                entry[f"{op}_mbps_excl_vmdk"] = bootstrap.excluding(
-                    source, (samples or {}).get(source["key"], {}), op
-                )
             fraction = pct / 100
             price = price_per_gb(entry["mode"], fraction)
             entry["price_per_gb"] = round(price, 4)

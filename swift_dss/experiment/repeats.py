@@ -37,6 +37,8 @@ FIGURES = (
     "get_ops_per_s",
     "delete_ops_per_s",
     "failure_rate",
+    "put_mbps_excl_vmdk",
+    "get_mbps_excl_vmdk",
 )
 
 

@@ -169,3 +169,43 @@ def test_bandwidth_without_vmdk_leaves_out_their_time_as_well_as_their_bytes(
     # Whole: 800 bytes / 1.2 s; without VMDK: 200 bytes / 0.2 s, 1.5 times the rate.
     assert bootstrap.excluding({"get_mbps": 10.0}, samples, "get") == pytest.approx(15.0)
     assert bootstrap.excluding({"get_mbps": 10.0}, {}, "get") is None
+
+
+def typed_recorder(requests: list[tuple[str, int, float]]) -> Recorder:
+    """(type, bytes, latency s) per PUT."""
+    rec = Recorder(0.0)
+    for kind, nbytes, lat in requests:
+        rec.record(("put", "put", kind, 25, "small"), "201", lat, lat / 2, lat, nbytes)
+    return rec
+
+
+def test_each_repeat_gets_its_own_figure_without_the_vmdk_and_repeats_combine_them() -> None:
+    from swift_dss.experiment import caching
+
+    files = [("Files", 1 << 20, 0.05)] * 50
+    # Equal bandwidths, but a slower VMDK in the second run: only the figure without it,
+    # taken from each run's own requests, tells the runs' small objects apart.
+    runs = []
+    for key, vmdk_s, files_scale in (("lru@10%", 4.0, 2.0), ("dss@10%", 8.0, 1.0)):
+        per_run = []
+        for rep in range(3):
+            slow = [(k, n, lat * files_scale * (1 + rep / 10)) for k, n, lat in files]
+            rec = typed_recorder([*slow, ("VMDK", 100 << 20, vmdk_s)])
+            entry = {"key": key, "mode": key[:3], "put_mbps": 40.0}
+            per_run.append(bootstrap.with_excluding(entry, bootstrap.samples(rec)))
+        runs.append((key, per_run))
+    for _key, per_run in runs:
+        excl = [e["put_mbps_excl_vmdk"] for e in per_run]
+        assert all(isinstance(v, float) for v in excl) and excl[0] > excl[1] > excl[2]
+    entries = {key: intervals.single_or_combined(found, None) for key, found in runs}
+    lru, dss = entries["lru@10%"], entries["dss@10%"]
+    assert lru is not None and dss is not None
+    low, high = dss["ci"]["put_mbps_excl_vmdk"]
+    assert low < dss["put_mbps_excl_vmdk"] < high
+    doc = caching.build_summary(entries, {}, (10.0,))  # type: ignore[arg-type]
+    row = next(h for h in doc["headlines"] if h["what"] == "dss@10% / lru@10% put_mbps_excl_vmdk")
+    assert row["measured"] == pytest.approx(
+        dss["put_mbps_excl_vmdk"] / lru["put_mbps_excl_vmdk"], rel=1e-3
+    )
+    assert row["measured"] > 1.2  # DSS's Files moved twice as fast
+    assert row["ci"] is not None and row["ci"][0] < row["measured"] < row["ci"][1]
