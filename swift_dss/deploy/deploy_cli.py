@@ -173,7 +173,7 @@ def up(
         flag = "--" + next(iter(given)).replace("_", "-")
         raise click.UsageError(f"{flag} is a testbed setting: add --testbed")
     try:
-        congestion.check(given.get("tcp_congestion", congestion.PAPER))
+        congestion.check(given.get("tcp_congestion", TestbedSettings.tcp_congestion))
     except congestion.CongestionError as err:
         raise click.BadParameter(str(err), param_hint="--tcp-congestion") from None
     cfg = LocalClusterConfig(

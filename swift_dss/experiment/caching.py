@@ -374,13 +374,13 @@ def caching(
     for cfg in every:
         kept_files = sorted((out / "runs" / cfg.slug).glob("r*/entry.json"))
         recorders = [kept_recorder(done.parent) for done in kept_files]
-        for done, recorder in zip(kept_files, recorders, strict=True):
-            kept = refreshed(json.loads(done.read_text()), recorder)
-            kept = bootstrap.with_excluding(kept, bootstrap.samples(recorder) if recorder else {})
+        requests = [bootstrap.samples(r) if r else {} for r in recorders]
+        for done, recorder, got in zip(kept_files, recorders, requests, strict=True):
+            kept = bootstrap.with_excluding(refreshed(json.loads(done.read_text()), recorder), got)
             check_measured(kept, testbed, scale, done, w.seed)
             runs[cfg.key].append(kept)
         if len(kept_files) == 1:  # a single run's intervals come from its requests
-            samples[cfg.key] = bootstrap.samples(recorders[0]) if recorders[0] else {}
+            samples[cfg.key] = requests[0]
     entries = {
         key: intervals.single_or_combined(found, samples.get(key)) for key, found in runs.items()
     }
