@@ -12,31 +12,33 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from swift_dss import policies
 from swift_dss.experiment import bootstrap, failures, intervals, orders, policy_file
 from swift_dss.experiment import content as content_mod
-from swift_dss.experiment.cluster import ClusterSpec
+from swift_dss.experiment.caching_configs import (
+    CACHE_PCTS,
+    Config,
+    cluster_spec,
+    configurations,
+    pct_label,
+)
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
 from swift_dss.experiment.paper import FIG7, HEADLINES
 from swift_dss.experiment.scale import (
-    MIB,
     Scale,
     WorkingSet,
     cache_bytes,
     paper_workload,
     seeded_workload,
-    size_arg,
     split_containers,
     table_mix,
     working_set,
@@ -51,98 +53,8 @@ from swift_dss.loadgen.stats import Recorder
 from swift_dss.loadgen.workload import Workload
 from swift_dss.testbed import utilisation
 
-CACHE_PCTS = (5.0, 10.0)
-#: On the all-in-one cluster HDD only runs with fewer clients: at 32, 24 PUTs queue on
-#: each of its modelled HDD heads at about 1.8 s each, and some object servers did not
-#: answer within the proxy's 120 s (docs/results.md). The testbed's four nodes serve the
-#: same clients as the other configurations, so there it runs with all of them.
-HDD_CONCURRENCY = 8
-GIB = 1 << 30
 #: The phases whose figures the paper reports; a CPU-bound one makes the run suspect.
 MEASURED_PHASES = ("put", "get")
-
-
-@dataclass(frozen=True)
-class Config:
-    key: str  # "hdd", "ssd", "lru@10%", ...
-    mode: str
-    policy: str
-    cache_pct: float | None  # None: no cache (HDD only, SSD only)
-    #: Clients of the measured phases if fewer than the workload's (HDD only).
-    concurrency: int | None = None
-
-    @property
-    def slug(self) -> str:
-        return self.key.replace("@", "-").replace("%", "")
-
-
-def pct_label(pct: float) -> str:
-    return f"{pct:g}%"
-
-
-#: Shipped policies named like this run as further DSS configurations ("dss-x@10%"):
-#: variants of the reference policy (e.g. another base list) measured beside it.
-EXTRA_POLICY_PREFIX = "dss-"
-
-
-def extra_policies() -> tuple[str, ...]:
-    return tuple(p for p in policies.available() if p.startswith(EXTRA_POLICY_PREFIX))
-
-
-def select_variants(spec: str) -> tuple[str, ...]:
-    """``all``, ``none`` or a comma list of shipped dss-* policy names."""
-    shipped = extra_policies()
-    if spec == "all":
-        return shipped
-    if spec == "none":
-        return ()
-    names = tuple(n.strip() for n in spec.split(",") if n.strip())
-    unknown = [n for n in names if n not in shipped]
-    if unknown:
-        raise ValueError(
-            f"unknown policy variant {', '.join(unknown)}; shipped: {', '.join(shipped)}"
-        )
-    return names
-
-
-def configurations(
-    pcts: tuple[float, ...] = CACHE_PCTS, extra: tuple[str, ...] = ()
-) -> list[Config]:
-    """In the order they run: the largest cache's DSS and LRU first (the paper's headline),
-    then SSD only, the smaller caches, and HDD only last (it is the slowest to run); each
-    EXTRA policy (mode dss) after LRU at the largest cache only (the paper's headline size;
-    each costs as much run time as DSS)."""
-    out = []
-    for n, pct in enumerate(sorted(pcts, reverse=True)):
-        out.append(Config(f"dss@{pct_label(pct)}", "dss", "reference", pct))
-        out.append(Config(f"lru@{pct_label(pct)}", "lru", "lru", pct))
-        if n == 0:
-            out.extend(Config(f"{name}@{pct_label(pct)}", "dss", name, pct) for name in extra)
-            out.append(Config("ssd", "ssd", "reference", None))
-    out.append(Config("hdd", "hdd", "reference", None, HDD_CONCURRENCY))
-    return out
-
-
-def cluster_spec(cfg: Config, ws: WorkingSet, scale: Scale) -> ClusterSpec:
-    per_device = ws.per_device(scale.replicas, scale.devices)
-    if cfg.mode == "ssd":
-        # Everything pinned: the data, Swift's databases and the tier's metadata blocks.
-        cache = math.ceil(per_device * 1.25) + 256 * MIB
-    elif cfg.mode == "hdd":
-        cache = 16 * MIB  # unused
-    else:
-        cache = cache_bytes(ws, scale, cfg.cache_pct or 0)
-    # tmpfs only takes what is written: the limit just has to be out of the way.
-    backing = 2 * ws.bytes * scale.replicas + scale.devices * cache + 2 * GIB
-    return ClusterSpec(
-        mode=cfg.mode,
-        policy=cfg.policy,
-        cache_size=size_arg(cache),
-        devices=scale.devices,
-        replicas=scale.replicas,
-        workers=scale.workers,
-        devices_size=f"{math.ceil(backing / GIB)}g",
-    )
 
 
 def run_config(

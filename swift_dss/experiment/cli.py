@@ -124,7 +124,7 @@ def caching(
     from rich.console import Console
 
     from swift_dss.experiment.caching import caching as run_caching
-    from swift_dss.experiment.caching import select_variants
+    from swift_dss.experiment.caching_configs import select_variants
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.tables import print_caching
 

@@ -12,7 +12,16 @@ import pytest
 from rich.console import Console
 
 from swift_dss import policies
-from swift_dss.experiment import caching, content, cost, policy_file, scale, summary, traffic
+from swift_dss.experiment import (
+    caching,
+    caching_configs,
+    content,
+    cost,
+    policy_file,
+    scale,
+    summary,
+    traffic,
+)
 from swift_dss.experiment.caching_report import write_report
 from swift_dss.experiment.cli import ScaleArgs, make_scale
 from swift_dss.experiment.cluster import PhaseHook
@@ -148,14 +157,14 @@ def test_cache_sizes_are_percent_of_bytes_per_device() -> None:
 
 
 def test_configurations_and_cluster_specs() -> None:
-    configs = caching.configurations((5.0, 10.0))
+    configs = caching_configs.configurations((5.0, 10.0))
     assert [c.key for c in configs] == ["dss@10%", "lru@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
     assert configs[0].slug == "dss-10"
-    assert [c.concurrency for c in configs if c.concurrency] == [caching.HDD_CONCURRENCY]
+    assert [c.concurrency for c in configs if c.concurrency] == [caching_configs.HDD_CONCURRENCY]
     assert configs[-1].mode == "hdd"
     ws = scale.WorkingSet(10, 400 * scale.MIB, {}, {}, 0)
     s = scale.Scale(devices=4, replicas=3)
-    specs = {c.key: caching.cluster_spec(c, ws, s) for c in configs}
+    specs = {c.key: caching_configs.cluster_spec(c, ws, s) for c in configs}
     assert specs["dss@10%"].cache_size == "30MiB"
     assert specs["lru@5%"].policy == "lru"
     ssd = int(specs["ssd"].cache_size.removesuffix("MiB"))
@@ -343,9 +352,9 @@ def test_summary_names_what_is_missing() -> None:
 
 
 def test_extra_policies_run_and_report_beside_dss() -> None:
-    configs = caching.configurations((10.0,), ("dss-clock",))
+    configs = caching_configs.configurations((10.0,), ("dss-clock",))
     assert [c.key for c in configs] == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "hdd"]
-    both = [c.key for c in caching.configurations((5.0, 10.0), ("dss-clock",))]
+    both = [c.key for c in caching_configs.configurations((5.0, 10.0), ("dss-clock",))]
     assert both == ["dss@10%", "lru@10%", "dss-clock@10%", "ssd", "dss@5%", "lru@5%", "hdd"]
     extra = configs[2]
     assert (extra.mode, extra.policy, extra.slug) == ("dss", "dss-clock", "dss-clock-10")
@@ -357,7 +366,7 @@ def test_extra_policies_run_and_report_beside_dss() -> None:
     assert doc["dss-clock@10%"]["put_mbps"] == 40
     assert doc["dss-clock@10%"]["cost_norm_get"] is not None
     assert doc["missing"] == []
-    assert caching.extra_policies() == tuple(
+    assert caching_configs.extra_policies() == tuple(
         p for p in policies.available() if p.startswith("dss-")
     )
 
@@ -457,13 +466,13 @@ def test_phase_hook_reports_each_phase_in_order() -> None:
 
 
 def test_variants_all_none_and_named() -> None:
-    shipped = caching.extra_policies()
-    assert caching.select_variants("all") == shipped
-    assert caching.select_variants("none") == ()
-    assert caching.select_variants("dss-slru, dss-readcut") == ("dss-slru", "dss-readcut")
-    assert caching.select_variants("dss-clockpro") == ("dss-clockpro",)
+    shipped = caching_configs.extra_policies()
+    assert caching_configs.select_variants("all") == shipped
+    assert caching_configs.select_variants("none") == ()
+    assert caching_configs.select_variants("dss-slru, dss-readcut") == ("dss-slru", "dss-readcut")
+    assert caching_configs.select_variants("dss-clockpro") == ("dss-clockpro",)
     with pytest.raises(ValueError, match="dss-nope"):
-        caching.select_variants("dss-slru,dss-nope")
+        caching_configs.select_variants("dss-slru,dss-nope")
 
 
 def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
