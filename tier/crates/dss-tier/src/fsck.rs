@@ -403,24 +403,15 @@ pub fn quarantine(ssd: &Path, hdd: &Path, loss: &Loss) -> Result<LossEvent, Stri
 mod tests {
     use super::*;
     use crate::journal::Record;
+    use crate::scratch::Scratch;
     use dss_engine::{BlockKey, Durable};
 
-    /// A test's scratch directory, removed when the test ends, passed or failed.
-    struct Scratch(PathBuf);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
     fn dirs(name: &str) -> (Scratch, PathBuf, PathBuf) {
-        let base = std::env::temp_dir().join(format!("dss-fsck-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
+        let base = Scratch::new("fsck", name);
         let (ssd, hdd) = (base.join("ssd"), base.join("hdd"));
         std::fs::create_dir_all(&ssd).unwrap();
         std::fs::create_dir_all(hdd.join("objects/7")).unwrap();
-        (Scratch(base), ssd, hdd)
+        (base, ssd, hdd)
     }
 
     /// A file on the HDD with an anchor and a dirty record in a fresh journal and slab.

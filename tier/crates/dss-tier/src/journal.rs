@@ -413,11 +413,13 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scratch::Scratch;
 
-    fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("dss-journal-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_file(&d);
-        d
+    /// A journal file's path in a scratch directory that lives as long as the guard.
+    fn tmp(name: &str) -> (Scratch, std::path::PathBuf) {
+        let dir = Scratch::new("journal", name);
+        let path = dir.join("journal");
+        (dir, path)
     }
 
     fn open(p: &std::path::Path) -> File {
@@ -456,7 +458,7 @@ mod tests {
 
     #[test]
     fn staged_records_reach_the_file_only_when_written_out() {
-        let p = tmp("stage");
+        let (_dir, p) = tmp("stage");
         let mut j = Journal::create(open(&p), 4096, 1000).unwrap();
         j.set(3, &rec(1, 2, Durable::Dirty));
         j.set(999, &rec(1, 5, Durable::Pinned));
@@ -491,12 +493,11 @@ mod tests {
                 clean: true
             }
         );
-        let _ = std::fs::remove_file(&p);
     }
 
     #[test]
     fn a_sync_reports_each_page_written_since_the_last_once_in_runs() {
-        let p = tmp("unsynced");
+        let (_dir, p) = tmp("unsynced");
         // 1,000 records of 32 bytes: pages 0-6 whole, page 7 holds the last 3,328 bytes.
         let mut j = Journal::create(open(&p), 4096, 1000).unwrap();
         let page = |n: u64| HEADER + n * PAGE as u64;
@@ -515,12 +516,11 @@ mod tests {
         assert_eq!(j.take_unsynced(), vec![(page(0), 8192), (page(7), 3328)]);
         j.set(2, &rec(1, 5, Durable::Dirty));
         assert_eq!(j.sync().unwrap(), vec![(page(0), 4096)]);
-        let _ = std::fs::remove_file(&p);
     }
 
     #[test]
     fn a_torn_record_is_reported_not_restored() {
-        let p = tmp("torn");
+        let (_dir, p) = tmp("torn");
         let mut j = Journal::create(open(&p), 4096, 10).unwrap();
         j.set(4, &rec(1, 2, Durable::Dirty));
         j.sync().unwrap();
@@ -534,6 +534,5 @@ mod tests {
         assert!(load(&f).unwrap().unwrap().is_err());
         f.set_len(0).unwrap();
         assert!(load(&f).unwrap().is_none());
-        let _ = std::fs::remove_file(&p);
     }
 }

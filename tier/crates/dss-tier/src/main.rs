@@ -14,6 +14,8 @@ mod layout;
 mod mountinfo;
 mod output;
 mod runs;
+#[cfg(test)]
+mod scratch;
 mod stats;
 
 use clap::Parser;

@@ -4,6 +4,7 @@ use super::open::Replay;
 use super::{Core, MetaKind, xattr_kind};
 use crate::journal;
 use crate::layout::JOURNAL;
+use crate::scratch::Scratch;
 use dss_engine::{Mode, Policy};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -12,12 +13,11 @@ use std::sync::Arc;
 
 const POLICY: &str = include_str!(concat!(env!("DSS_POLICIES_DIR"), "/reference.toml"));
 
-struct Dirs(PathBuf);
+struct Dirs(Scratch);
 
 impl Dirs {
     fn new(name: &str) -> Dirs {
-        let d = std::env::temp_dir().join(format!("dss-core-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+        let d = Scratch::new("core", name);
         std::fs::create_dir_all(d.join("ssd")).unwrap();
         std::fs::create_dir_all(d.join("hdd")).unwrap();
         Dirs(d)
@@ -85,12 +85,6 @@ impl Dirs {
         let f = journal::open_rw_create(&self.hdd().join(name)).unwrap();
         let ino = f.metadata().unwrap().ino();
         (Arc::new(f), ino)
-    }
-}
-
-impl Drop for Dirs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
