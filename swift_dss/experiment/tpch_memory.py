@@ -10,6 +10,11 @@ machine steps (posix_fadvise DONTNEED, from SQLite's progress handler: the same 
 in every run, whatever the timing). The interval is long enough that the kernel's
 read-ahead of a scan is used before it is dropped (at 20,000 steps a scan of lineitem
 reached the tier as 114% of its blocks, at 200,000 as 100%) and short beside a query.
+
+Each drop is repeated through dssio, as the object server repeats Swift's: FUSE never
+passes fadvise on, and on a dss-tier mount in mode hdd the HDD model's page cache would
+keep every page the host had let go: a second host memory that HDD only would have and
+the cached modes (whose model keeps no clean pages) would not.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from swift_dss import dssio
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,7 @@ class HostMemory:
         def drop() -> int:
             for fd in fds:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                dssio.backend_for_fd(fd).drop_cache(fd, 0, 0)
             return 0  # go on
 
         conn.set_progress_handler(drop, self.drop_every)

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from swift_dss.dssio import TierBackend
+from swift_dss.experiment.tpch_memory import HostMemory
 from tests.integration.tier_helpers import (  # noqa: F401
     BIN,
     LRU,
@@ -272,6 +274,33 @@ def test_a_drop_cache_ioctl_makes_that_range_pay_the_modelled_disk(make_tier: Ma
         os.close(fd)
     paid = cold_read(tier, "f", body)
     assert MIB <= paid < 2 * MIB, paid
+
+
+def test_the_tpch_host_memory_drop_reaches_the_modelled_page_cache(
+    make_tier: MakeTier,  # noqa: F811
+) -> None:
+    """The TPC-H run's host memory lets a file's pages go: on a mount in mode hdd the HDD
+    model's page cache must let them go too, or HDD only keeps a memory the cached modes
+    do not have."""
+    tier = make_tier()
+    tier.mount(mode="hdd", extra=("--hdd-model", "st1000nm0011:pagecache=64MiB"))
+    path = tier.mnt / "lineitem.tbl"
+    body = write(path, 2 * MIB)
+
+    def read_paid() -> int:
+        before = tier.stats()["devices"]["hdd"]["read_bytes"]
+        assert path.read_bytes() == body
+        return tier.stats()["devices"]["hdd"]["read_bytes"] - before
+
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    assert read_paid() < MIB, "the model's page cache still holds the written file"
+    conn = sqlite3.connect(":memory:")
+    try:
+        with HostMemory().bound(conn, [path]):
+            pass  # the drop on leaving is the one under test
+    finally:
+        conn.close()
+    assert read_paid() >= 2 * MIB
 
 
 def test_reload_policy(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
