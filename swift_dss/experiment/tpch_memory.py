@@ -44,11 +44,13 @@ class HostMemory:
             yield
             return
         fds = [os.open(p, os.O_RDONLY) for p in paths if p.exists()]
+        # Each file's backend once, not at every drop: the handler runs inside queries.
+        backends = [(fd, dssio.backend_for_fd(fd)) for fd in fds]
 
         def drop() -> int:
-            for fd in fds:
+            for fd, backend in backends:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                dssio.backend_for_fd(fd).drop_cache(fd, 0, 0)
+                backend.drop_cache(fd, 0, 0)
             return 0  # go on
 
         conn.set_progress_handler(drop, self.drop_every)
