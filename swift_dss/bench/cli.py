@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from swift_dss.bench.report import print_table, write_report
+from swift_dss.output_dir import OutputDir
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,7 @@ def _run(name: str, out: Path, rounds: int | None) -> None:
 
 @click.command(help="Run a benchmark (or `all`) and write DIR/bench.json.")
 @click.argument("name", type=click.Choice([*BENCHES, "all"]))
-@click.option(
-    "--out", type=click.Path(path_type=Path), default=Path("run/bench"), show_default=True
-)
+@click.option("--out", type=OutputDir(), default=Path("run/bench"), show_default=True)
 @click.option("--rounds", type=click.IntRange(1, 500), default=None, help="Default: per bench.")
 def bench(name: str, out: Path, rounds: int | None) -> None:
     names = list(BENCHES) if name == "all" else [name]

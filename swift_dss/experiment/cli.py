@@ -11,6 +11,7 @@ import click
 
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
 from swift_dss.experiment.testbed_options import testbed_options
+from swift_dss.output_dir import OutputDir
 
 #: The traffic study's phases on the testbed, in measured seconds.
 TESTBED_TRAFFIC_DURATION = 60.0
@@ -87,7 +88,7 @@ def caching_testbed_options(f: Any) -> Any:
 
 
 @experiment.command(help="HDD, SSD, LRU and DSS at 5% and 10% cache: Figs. 7-9.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/caching"))
+@click.option("--out", type=OutputDir(), default=Path("run/experiment/caching"))
 @scale_options
 @caching_testbed_options
 @click.option("--cache-pcts", default="5,10", show_default=True, help="cache sizes, % of WS")
@@ -189,7 +190,7 @@ def traffic_testbed_options(f: Any) -> Any:
 
 
 @experiment.command(help="Four streams, one more sent to the SSD each run: Figs. 10-11.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/traffic"))
+@click.option("--out", type=OutputDir(), default=Path("run/experiment/traffic"))
 @scale_options
 @traffic_testbed_options
 @click.option(
@@ -260,7 +261,7 @@ def traffic(
 @click.option(
     "--label", "labels", multiple=True, help="a name per run, in order  [default: its directory's]"
 )
-@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/compare"))
+@click.option("--out", type=OutputDir(), default=Path("run/experiment/compare"))
 def compare(runs: tuple[Path, ...], labels: tuple[str, ...], out: Path) -> None:
     """RUNS are directories of `dss experiment caching` runs (each with its summary.json)."""
     from swift_dss.experiment import compare as cmp
@@ -278,7 +279,7 @@ def compare(runs: tuple[Path, ...], labels: tuple[str, ...], out: Path) -> None:
     "client case (link rate and RTT): the study's Baseline and long-distance clients.",
     context_settings={"ignore_unknown_options": True},
 )
-@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/sweep"))
+@click.option("--out", type=OutputDir(), default=Path("run/experiment/sweep"))
 @click.option(
     "--case",
     "cases",
@@ -315,7 +316,7 @@ def sweep(out: Path, cases: tuple[str, ...], sweep_args: tuple[str, ...]) -> Non
     "e-mail server and a TPC-H-like database on SQLite (queries 2, 17, 18, 19), in HDD "
     "only, LRU, DSS and SSD only, device models on."
 )
-@click.option("--out", type=click.Path(path_type=Path), default=Path("run/experiment/fs"))
+@click.option("--out", type=OutputDir(), default=Path("run/experiment/fs"))
 @click.option(
     "--workloads",
     default="sfs,email,tpch",

@@ -14,6 +14,7 @@ import click
 
 from swift_dss.client.auth import SwiftAuth, auth_options
 from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
+from swift_dss.output_dir import OutputDir
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 #: Swift, the cluster's own API: it needs no s3api in the proxy pipeline and takes every
@@ -170,7 +171,7 @@ def loadgen() -> None:
 @click.option("--no-plots", is_flag=True)
 @click.option("--quiet", is_flag=True, help="no progress display")
 @max_failures_option
-@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--out", type=OutputDir(), required=True)
 def run(
     workload: str,
     target: Target,
@@ -275,7 +276,7 @@ def workloads() -> None:
 @click.option("--container", default="dss-sweep", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the objects in place")
 @max_failures_option
-@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--out", type=OutputDir(), required=True)
 def sweep_cmd(
     target: Target,
     parallelism: str,
@@ -352,7 +353,7 @@ def locustfile() -> None:
 @click.option("--accesses", type=click.IntRange(1), default=400, show_default=True)
 @click.option("--max-file-size", default="8MiB", show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--out", type=OutputDir(), required=True)
 def cache_study_cmd(
     target: Target,
     chunk_sizes: str,

@@ -14,6 +14,7 @@ import click
 from swift_dss.deploy.bad_inputs import BadInput
 from swift_dss.deploy.deploy_cli import tier_mode_option
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
+from swift_dss.output_dir import OutputDir
 from swift_dss.reliability.abuse import abuse
 from swift_dss.reliability.client import ClusterClient
 from swift_dss.reliability.scenarios import (
@@ -156,7 +157,7 @@ def reliability() -> None:
 
 
 @reliability.command()
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--out", type=OutputDir(), required=True)
 @click.option(
     "--duration",
     type=float,
@@ -199,7 +200,6 @@ def run(
         raise click.UsageError(
             "--duration must be > 0, --soak-duration >= 0, --soak-concurrency >= 1, --fuzz >= 0"
         )
-    out.mkdir(parents=True, exist_ok=True)
     own = cluster_dir is None
     try:
         if own:
