@@ -5,9 +5,12 @@ leaves a child behind and none waits on one forever.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import signal
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
@@ -29,3 +32,18 @@ def join(procs: Iterable[multiprocessing.Process], grace: float) -> None:
         if p.is_alive():
             p.terminate()
             p.join(timeout=grace)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so that every `finally` takes down what it started
+    (clusters, mounts, namespaces) when a command is stopped by `kill` or `timeout`."""
+
+    def handler(_sig: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

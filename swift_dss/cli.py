@@ -13,6 +13,8 @@ from typing import Any, NoReturn
 
 import click
 
+from swift_dss.children import sigterm_as_interrupt
+
 #: command name -> "module:attribute" of a click command or group.
 COMMANDS = {
     "saio": "swift_dss.deploy.saio_cli:saio",
@@ -119,7 +121,8 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         # Commands import some dependencies only when they run (plots, the libcurl driver).
         try:
-            return super().invoke(ctx)
+            with sigterm_as_interrupt():
+                return super().invoke(ctx)
         except ModuleNotFoundError as e:
             command = ctx.invoked_subcommand or ""
             extra = missing_extra(command, e)

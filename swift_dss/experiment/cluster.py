@@ -4,7 +4,6 @@ documents (stats, cache content) read from its mounts."""
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -85,20 +84,6 @@ def saio_config(directory: Path, spec: ClusterSpec) -> SaioConfig:
     )
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so that every `finally` takes its cluster down."""
-
-    def handler(_sig: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def clear_leftovers(directory: Path) -> None:
     """Take down a cluster a killed earlier run left in DIRECTORY."""
     if (directory / "saio.json").exists():
@@ -114,16 +99,15 @@ def running(
     timings = {} if timings is None else timings
     clear_leftovers(directory)
     saio = Saio(saio_config(directory, spec))
-    with sigterm_as_interrupt():
+    t0 = time.monotonic()
+    saio.up()  # stops whatever it started if it fails
+    timings["up_s"] = round(time.monotonic() - t0, 1)
+    try:
+        yield saio
+    finally:
         t0 = time.monotonic()
-        saio.up()  # stops whatever it started if it fails
-        timings["up_s"] = round(time.monotonic() - t0, 1)
-        try:
-            yield saio
-        finally:
-            t0 = time.monotonic()
-            saio.down(timeout=60)
-            timings["down_s"] = round(time.monotonic() - t0, 1)
+        saio.down(timeout=60)
+        timings["down_s"] = round(time.monotonic() - t0, 1)
 
 
 def mountpoints(saio: Saio) -> dict[str, Path]:

@@ -32,7 +32,7 @@ from swift_dss import children
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
 from swift_dss.deploy.local_cluster_config import ClusterError
 from swift_dss.experiment import hou
-from swift_dss.experiment.cluster import ExperimentError, sigterm_as_interrupt
+from swift_dss.experiment.cluster import ExperimentError
 from swift_dss.testbed.settings import TestbedSettings
 from swift_dss.testbed.shaping import ShapingError, parse_rate
 
@@ -83,15 +83,14 @@ def testbed_for(directory: Path, case: Case) -> Iterator[LocalCluster]:
         testbed=TestbedSettings(client_rate=case.rate),
     )
     cluster = LocalCluster(cfg)
-    with sigterm_as_interrupt():
-        try:
-            cluster.up()
-        except ClusterError as err:
-            raise ExperimentError(f"the testbed did not come up: {err}") from None
-        try:
-            yield cluster
-        finally:
-            cluster.down(timeout=60)
+    try:
+        cluster.up()
+    except ClusterError as err:
+        raise ExperimentError(f"the testbed did not come up: {err}") from None
+    try:
+        yield cluster
+    finally:
+        cluster.down(timeout=60)
 
 
 @contextlib.contextmanager

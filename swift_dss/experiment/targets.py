@@ -26,7 +26,6 @@ from swift_dss.experiment.cluster import (
     ExperimentError,
     PhaseHook,
     running,
-    sigterm_as_interrupt,
     tier_dump,
 )
 from swift_dss.loadgen import remote, runner
@@ -290,16 +289,15 @@ def running_target(
         if (directory / LocalCluster.state_file).exists():
             LocalCluster.load(directory).down()
     cluster = LocalCluster(local_cluster_config(directory, spec, tb))
-    with sigterm_as_interrupt():
+    t0 = time.monotonic()
+    try:
+        cluster.up()
+    except ClusterError as err:
+        raise ExperimentError(f"the testbed did not come up: {err}") from None
+    timings["up_s"] = round(time.monotonic() - t0, 1)
+    try:
+        yield NetnsTarget(cluster)
+    finally:
         t0 = time.monotonic()
-        try:
-            cluster.up()
-        except ClusterError as err:
-            raise ExperimentError(f"the testbed did not come up: {err}") from None
-        timings["up_s"] = round(time.monotonic() - t0, 1)
-        try:
-            yield NetnsTarget(cluster)
-        finally:
-            t0 = time.monotonic()
-            cluster.down(timeout=60)
-            timings["down_s"] = round(time.monotonic() - t0, 1)
+        cluster.down(timeout=60)
+        timings["down_s"] = round(time.monotonic() - t0, 1)

@@ -4,15 +4,19 @@ paper's LRU-S holds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from swift_dss.tierctl import binary
+from swift_dss import mountinfo
+from swift_dss.tierctl import binary, daemon
 
 pytestmark = pytest.mark.integration
 
@@ -96,3 +100,52 @@ def test_fs_experiment_tpch_small(tmp_path: Path) -> None:
     assert "tpch: dss over hdd" in proc.stdout
     assert not (out / "devices" / "tpch").exists(), "each run's devices are removed"
     assert not (out / "devices" / "tpch-staging.sqlite").exists()
+
+
+def test_a_stopped_fs_experiment_unmounts_its_tiers(tmp_path: Path) -> None:
+    """`kill` (SIGTERM) unwinds the run as Ctrl-C does: the tier it mounted is taken down
+    and no dss-tier daemon is left, where the default action would leave both behind."""
+    if binary.why_unusable(binary.find(), "make setup") or os.geteuid() != 0:
+        pytest.skip("needs the dss-tier binary, FUSE and root")
+    out = tmp_path / "fs"
+    dss = Path(sys.executable).parent / "dss"
+    cmd = [str(dss), "experiment", "fs", "--out", str(out), "--workloads", "sfs", "--configs",
+           "dss"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not tier_mounts(out) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no tier was mounted"
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[0][-2000:]
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=300)[0]
+        assert proc.returncode == 1, output[-2000:]
+        assert "interrupted" in output
+        assert mountinfo.mounts_under(out) == []
+        assert not daemons_under(out)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for path in reversed(mountinfo.mounts_under(out)):
+            daemon.unmount(path)
+
+
+def tier_mounts(directory: Path) -> list[str]:
+    return [
+        e.mount_point
+        for e in mountinfo.read()
+        if e.fstype == "fuse.dss-tier" and e.mount_point.startswith(f"{directory}/")
+    ]
+
+
+def daemons_under(directory: Path) -> list[int]:
+    """The processes whose command line names a path under DIRECTORY."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if str(directory) in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+    return found
