@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from swift_dss.bench.report import print_table, write_report
-from swift_dss.output_dir import OutputDir
+from swift_dss.cli_types import OutputDir
 
 
 @dataclass(frozen=True)

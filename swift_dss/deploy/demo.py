@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from swift_dss.cli_types import PORT
 from swift_dss.deploy.cli_common import dir_option, one_line_errors
 from swift_dss.deploy.saio import Saio, SaioConfig, SaioError
 from swift_dss.deploy.saio_cli import DEFAULT_DIR, describe
@@ -76,7 +77,7 @@ def show_dss_headers(output: str) -> None:
 
 @click.command()
 @dir_option(DEFAULT_DIR, help=None)
-@click.option("--port", type=int, default=8080, show_default=True, help="Proxy port if starting.")
+@click.option("--port", type=PORT, default=8080, show_default=True, help="Proxy port if starting.")
 def demo(dir_: Path, port: int) -> None:
     """Start the all-in-one cluster if needed, store two classified objects, read classes back."""
     with one_line_errors(SaioError):

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from swift_dss.cli_types import PORT
 from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
 from swift_dss.deploy.generate import generate as generate_tree
 from swift_dss.deploy.inventory import InventoryError, load_inventory
@@ -104,7 +105,7 @@ def local_cluster() -> None:
 @dir_option(DEFAULT_DIR)
 @click.option("--nodes", type=int, default=4, show_default=True, help="Storage nodes.")
 @click.option("--replicas", type=int, default=3, show_default=True)
-@click.option("--port", type=int, default=0, show_default=True, help="Proxy port; 0 = any.")
+@click.option("--port", type=PORT, default=0, show_default=True, help="Proxy port; 0 = any.")
 @tier_mode_option("dss-tier mode of every node's device; none: plain directories.")
 @click.option(
     "--tier-cache-size", default="64MiB", show_default=True, help="Each node's SSD cache."

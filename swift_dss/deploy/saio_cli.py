@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from swift_dss.cli_types import PORT
 from swift_dss.deploy.cli_common import add_down_and_status, dir_option, one_line_errors
 from swift_dss.deploy.saio import (
     DEFAULT_CACHE_SIZE,
@@ -54,7 +55,7 @@ def saio() -> None:
 
 @saio.command()
 @dir_option(DEFAULT_DIR)
-@click.option("--port", type=int, default=8080, show_default=True, help="Proxy port; 0 = any.")
+@click.option("--port", type=PORT, default=8080, show_default=True, help="Proxy port; 0 = any.")
 @click.option(
     "--tier-mode",
     type=click.Choice([*TIER_MODES, "none"]),

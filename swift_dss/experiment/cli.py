@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
+from swift_dss.cli_types import POSITIVE, OutputDir
 from swift_dss.experiment.scale import DEFAULT, TESTBED_DEFAULT, TESTBED_REPEATS, Scale
 from swift_dss.experiment.testbed_options import testbed_options
-from swift_dss.output_dir import OutputDir
 
 #: The traffic study's phases on the testbed, in measured seconds.
 TESTBED_TRAFFIC_DURATION = 60.0
@@ -50,13 +50,13 @@ def scale_options(f: Any) -> Any:
             click.option(
                 "--scale",
                 "factor",
-                type=click.FloatRange(min=0, min_open=True),
+                type=POSITIVE,
                 default=1.0,
                 show_default=True,
                 help="multiply the request counts (more objects of the same sizes)",
             ),
-            click.option("--size-scale", type=float, default=None, help="object size factor"),
-            click.option("--count-scale", type=float, default=None, help="request count factor"),
+            click.option("--size-scale", type=POSITIVE, default=None, help="object size factor"),
+            click.option("--count-scale", type=POSITIVE, default=None, help="request count factor"),
             click.option("--concurrency", type=click.IntRange(1, 10_000), default=None),
             click.option("--devices", type=click.IntRange(1, 64), default=None),
             click.option("--replicas", type=click.IntRange(1, 8), default=None),
@@ -195,7 +195,7 @@ def traffic_testbed_options(f: Any) -> Any:
 @traffic_testbed_options
 @click.option(
     "--duration",
-    type=click.FloatRange(min=0, min_open=True),
+    type=POSITIVE,
     default=None,
     help="measured seconds of PUT and of GET per run  [default: 60 on netns, 30 on saio]",
 )
@@ -326,7 +326,7 @@ def sweep(out: Path, cases: tuple[str, ...], sweep_args: tuple[str, ...]) -> Non
 @click.option("--configs", default="hdd,lru,dss,ssd", show_default=True, help="Comma-separated.")
 @click.option(
     "--scale",
-    type=click.FloatRange(min=0, min_open=True),
+    type=POSITIVE,
     default=1.0,
     show_default=True,
     help="Multiplies each workload's default size: 1/500 of the paper's file server, "

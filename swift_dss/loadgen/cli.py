@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 import click
 
+from swift_dss.cli_types import POSITIVE, OutputDir
 from swift_dss.client.auth import SwiftAuth, auth_options
 from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
-from swift_dss.output_dir import OutputDir
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 #: Swift, the cluster's own API: it needs no s3api in the proxy pipeline and takes every
@@ -158,14 +158,14 @@ def loadgen() -> None:
 @loadgen.command(help="Run WORKLOAD (a YAML file or a shipped name: paper, specsfs, email).")
 @click.argument("workload")
 @endpoint_options
-@click.option("--scale", type=float, default=None, help="multiply every object size")
-@click.option("--count-scale", type=float, default=None, help="multiply every phase's count")
-@click.option("--duration-scale", type=float, default=None, help="multiply every duration")
+@click.option("--scale", type=POSITIVE, default=None, help="multiply every object size")
+@click.option("--count-scale", type=POSITIVE, default=None, help="multiply every phase's count")
+@click.option("--duration-scale", type=POSITIVE, default=None, help="multiply every duration")
 @click.option("--seed", type=int, default=None)
 @click.option("--concurrency", type=click.IntRange(1, 100_000), default=None)
 @click.option("--processes", type=click.IntRange(1, 1024), default=None)
 @click.option("--containers", type=click.IntRange(1, 100_000), default=None)
-@click.option("--timeout", type=float, default=None,
+@click.option("--timeout", type=POSITIVE, default=None,
               help="seconds a request may move no byte before it fails")  # fmt: skip
 @click.option("--verify", is_flag=True, help="check every GET body against what was PUT")
 @click.option("--no-plots", is_flag=True)
@@ -267,9 +267,9 @@ def workloads() -> None:
               help="unrecorded requests per connection first")  # fmt: skip
 @click.option("--budget", default="64MiB", show_default=True, help="bytes per measured run")
 @click.option("--max-requests", type=click.IntRange(1), default=2000, show_default=True)
-@click.option("--time-cap", type=float, default=10.0, show_default=True,
+@click.option("--time-cap", type=POSITIVE, default=10.0, show_default=True,
               help="seconds per measured run")  # fmt: skip
-@click.option("--timeout", type=float, default=120.0, show_default=True,
+@click.option("--timeout", type=POSITIVE, default=120.0, show_default=True,
               help="seconds a request may move no byte before it fails")  # fmt: skip
 @click.option("--class", "cls", type=click.IntRange(0, 255), default=None,
               help="class sent with every PUT")  # fmt: skip

@@ -131,17 +131,16 @@ class Workload:
     ) -> Workload:
         """The workload with command-line overrides; ``count_scale`` shrinks every phase's
         request count (at least one request), ``duration_scale`` every duration."""
+        for name, factor in (("count_scale", count_scale), ("duration_scale", duration_scale)):
+            if factor is not None and not 0 < factor < math.inf:
+                raise WorkloadError(f"options: {name} must be a finite number above 0")
         phases = self.phases
         if count_scale is not None or duration_scale is not None:
             phases = tuple(
                 replace(
                     p,
-                    count=None
-                    if p.count is None
-                    else max(1, round(p.count * (count_scale if count_scale else 1))),
-                    duration=None
-                    if p.duration is None
-                    else p.duration * (duration_scale if duration_scale else 1),
+                    count=None if p.count is None else max(1, round(p.count * (count_scale or 1))),
+                    duration=None if p.duration is None else p.duration * (duration_scale or 1),
                 )
                 for p in phases
             )
@@ -150,10 +149,10 @@ class Workload:
             phases=phases,
             scale=self.scale if scale is None else scale,
             seed=self.seed if seed is None else seed,
-            concurrency=concurrency or self.concurrency,
-            processes=processes or self.processes,
-            containers=containers or self.containers,
-            timeout=timeout or self.timeout,
+            concurrency=self.concurrency if concurrency is None else concurrency,
+            processes=self.processes if processes is None else processes,
+            containers=self.containers if containers is None else containers,
+            timeout=self.timeout if timeout is None else timeout,
         )
         _check_numbers(w, "options")
         return w
@@ -237,8 +236,8 @@ def parse(data: Any, where: str = "workload") -> Workload:
 def _check_numbers(w: Workload, where: str) -> None:
     if w.containers < 1 or w.concurrency < 1 or w.processes < 1:
         raise WorkloadError(f"{where}: containers, concurrency and processes must be >= 1")
-    if not w.scale > 0 or not w.timeout > 0:
-        raise WorkloadError(f"{where}: scale and timeout must be positive")
+    if not 0 < w.scale < math.inf or not 0 < w.timeout < math.inf:
+        raise WorkloadError(f"{where}: scale and timeout must be finite numbers above 0")
     if not all(c.isalnum() or c in "-_." for c in w.container_prefix):
         raise WorkloadError(f"{where}: container_prefix may hold letters, digits, - _ . only")
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
+from swift_dss.cli_types import POSITIVE, FiniteFloatRange, OutputDir
 from swift_dss.deploy.bad_inputs import BadInput
 from swift_dss.deploy.deploy_cli import tier_mode_option
 from swift_dss.deploy.local_cluster import LocalCluster, LocalClusterConfig
-from swift_dss.output_dir import OutputDir
 from swift_dss.reliability.abuse import abuse
 from swift_dss.reliability.client import ClusterClient
 from swift_dss.reliability.scenarios import (
@@ -160,22 +160,28 @@ def reliability() -> None:
 @click.option("--out", type=OutputDir(), required=True)
 @click.option(
     "--duration",
-    type=float,
+    type=POSITIVE,
     default=120.0,
     show_default=True,
     help="Seconds of PUT/GET load around the node kill and around the tier kill.",
 )
 @click.option(
     "--soak-duration",
-    type=float,
+    type=FiniteFloatRange(min=0),
     default=600.0,
     show_default=True,
     help="Seconds of the paper's workload at capacity, memory sampled; 0 skips it.",
 )
 @click.option(
-    "--soak-concurrency", type=int, default=16, show_default=True, help="Transfers in flight."
+    "--soak-concurrency",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Transfers in flight.",
 )
-@click.option("--fuzz", type=int, default=1000, show_default=True, help="Mutated inputs.")
+@click.option(
+    "--fuzz", type=click.IntRange(min=0), default=1000, show_default=True, help="Mutated inputs."
+)
 @click.option("--nodes", type=int, default=4, show_default=True)
 @tier_mode_option("dss-tier mode of the cluster it starts; none skips the tier scenarios.")
 @click.option(
@@ -196,10 +202,7 @@ def run(
     cluster_dir: Path | None,
 ) -> None:
     """Run every scenario and write OUT/reliability.json; exit 1 on any loss or 5xx."""
-    if duration <= 0 or soak_duration < 0 or soak_concurrency < 1 or fuzz < 0:
-        raise click.UsageError(
-            "--duration must be > 0, --soak-duration >= 0, --soak-concurrency >= 1, --fuzz >= 0"
-        )
+    out.mkdir(parents=True, exist_ok=True)
     own = cluster_dir is None
     try:
         if own:

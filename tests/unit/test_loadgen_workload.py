@@ -105,6 +105,29 @@ def test_scale_shrinks_sizes_but_keeps_buckets_and_classes() -> None:
     assert all(t.size == max(1, round(f.size * 0.01)) for f, t in zip(full, tiny, strict=True))
 
 
+def test_count_scale_shrinks_each_phase_to_at_least_one_request() -> None:
+    w = parse(small()).with_options(count_scale=0.1)
+    assert [p.count for p in w.phases] == [None, 4, 4, None]
+    assert [p.count for p in parse(small()).with_options(count_scale=0.001).phases][1:3] == [1, 1]
+
+
+@pytest.mark.parametrize("option", ["count_scale", "duration_scale", "scale", "timeout"])
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
+def test_an_override_that_is_not_a_finite_positive_number_is_refused(
+    option: str, value: float
+) -> None:
+    # A count scale or a timeout of 0 used to leave the workload's own: a run of the full
+    # size, or with the default limit.
+    with pytest.raises(WorkloadError, match=option.split("_")[0]):
+        parse(small()).with_options(**{option: value})
+
+
+@pytest.mark.parametrize("option", ["concurrency", "processes", "containers"])
+def test_zero_clients_processes_or_containers_are_refused(option: str) -> None:
+    with pytest.raises(WorkloadError, match=">= 1"):
+        parse(small()).with_options(**{option: 0})
+
+
 def all_requests(plan: Plan) -> list[tuple]:
     return [
         (i, r.op, r.container, r.name, r.size, r.cls)

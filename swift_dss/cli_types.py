@@ -1,0 +1,62 @@
+"""The click parameter types the commands share.
+
+- ``OutputDir``, the type of every ``--out``: checked while the arguments are parsed. A
+  load run or an experiment takes minutes to hours, and what it measured must not be lost
+  to a directory that cannot be written when it comes to save it. It is not made here: a
+  command refused for another option leaves nothing behind.
+- ``PORT``, a TCP port or 0 for any, checked before a cluster starts.
+- ``POSITIVE``, for the scales, factors and timeouts: a finite number above zero. click's
+  ``FloatRange`` lets ``nan`` and ``inf`` through, and those end in a traceback (a count
+  of nan) or a run that never ends (a duration of inf).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+class OutputDir(click.Path):
+    """A directory this process can write in, or one it can make: the nearest of its
+    parents that exists is a directory it can write in."""
+
+    name = "directory"
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = Path(super().convert(value, param, ctx))
+        existing = path.absolute()
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            self.fail(f"cannot create {path}: {existing} is not a directory", param, ctx)
+        # A directory made and removed, because access() says yes to root on /proc, where
+        # none can be made.
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".dss-out-", dir=existing))
+        except OSError as err:
+            self.fail(f"cannot write in {existing}: {err.strerror or err}", param, ctx)
+        return path
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A ``FloatRange`` that refuses ``nan`` and the infinities."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+POSITIVE = FiniteFloatRange(min=0, min_open=True)
+
+#: A TCP port; 0 lets the system choose one.
+PORT = click.IntRange(0, 65535)

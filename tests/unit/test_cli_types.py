@@ -1,0 +1,119 @@
+"""The commands' shared option types. Every ``--out`` is checked before the command runs:
+a directory that cannot be made or written ends the command with a usage error naming it,
+not with a traceback after the run. Every scale, duration and timeout is a
+finite number above 0: nan and inf are refused as zero and negatives are, before anything
+starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from swift_dss.cli import main
+
+#: Each command that writes its results under --out, with what else it needs to start.
+COMMANDS = [
+    ["bench", "engine"],
+    ["experiment", "caching"],
+    ["experiment", "traffic"],
+    ["experiment", "compare", "."],
+    ["experiment", "sweep"],
+    ["experiment", "fs"],
+    ["loadgen", "run", "paper"],
+    ["loadgen", "sweep"],
+    ["loadgen", "cache-study"],
+    ["reliability", "run"],
+]
+
+
+@pytest.fixture
+def regular_file(tmp_path: Path) -> Path:
+    path = tmp_path / "a-file"
+    path.write_text("not a directory\n")
+    return path
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_an_out_beneath_a_file_is_a_usage_error(command: list[str], regular_file: Path) -> None:
+    out = regular_file / "results"
+    result = CliRunner().invoke(main, [*command, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"cannot create {out}: {regular_file} is not a directory" in result.output
+    assert "Traceback" not in result.output
+    assert regular_file.read_text() == "not a directory\n"
+
+
+@pytest.mark.parametrize("command", COMMANDS[:2], ids=" ".join)
+def test_an_out_that_is_a_file_is_a_usage_error(command: list[str], regular_file: Path) -> None:
+    result = CliRunner().invoke(main, [*command, "--out", str(regular_file)])
+    assert result.exit_code == 2, result.output
+    assert "is a file" in result.output
+
+
+def test_a_directory_this_process_cannot_write_in_is_refused() -> None:
+    # procfs refuses writes to a process's directory even to root, whose permission checks
+    # a mode bit could not show.
+    result = CliRunner().invoke(main, ["bench", "engine", "--out", "/proc/self"])
+    assert result.exit_code == 2, result.output
+    assert "cannot write in /proc/self" in result.output
+
+
+def test_a_missing_out_is_accepted_and_left_to_the_command_to_make(tmp_path: Path) -> None:
+    from swift_dss.cli_types import OutputDir
+
+    out = tmp_path / "a" / "b"
+    assert OutputDir().convert(str(out), None, None) == out
+    assert not (tmp_path / "a").exists()
+
+
+#: (command, option) of each scale, duration and timeout that must be finite and above 0.
+POSITIVE_OPTIONS = [
+    (["loadgen", "run", "paper"], "--scale"),
+    (["loadgen", "run", "paper"], "--count-scale"),
+    (["loadgen", "run", "paper"], "--duration-scale"),
+    (["loadgen", "run", "paper"], "--timeout"),
+    (["loadgen", "sweep"], "--time-cap"),
+    (["loadgen", "sweep"], "--timeout"),
+    (["experiment", "caching"], "--scale"),
+    (["experiment", "caching"], "--size-scale"),
+    (["experiment", "caching"], "--count-scale"),
+    (["experiment", "traffic"], "--duration"),
+    (["experiment", "fs"], "--scale"),
+    (["reliability", "run"], "--duration"),
+]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1"])
+@pytest.mark.parametrize(
+    ("command", "option"), POSITIVE_OPTIONS, ids=[f"{' '.join(c)} {o}" for c, o in POSITIVE_OPTIONS]
+)
+def test_a_scale_or_time_must_be_finite_and_above_zero(
+    command: list[str], option: str, value: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, [*command, option, value, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_the_soak_may_be_skipped_but_not_endless(value: str, tmp_path: Path) -> None:
+    args = ["reliability", "run", "--soak-duration", value, "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--soak-duration'" in result.output
+
+
+@pytest.mark.parametrize("command", [["saio", "up"], ["deploy", "local-cluster", "up"], ["demo"]])
+@pytest.mark.parametrize("port", ["-1", "65536"])
+def test_a_proxy_port_out_of_range_is_refused_before_anything_starts(
+    command: list[str], port: str, tmp_path: Path
+) -> None:
+    cluster = tmp_path / "cluster"
+    result = CliRunner().invoke(main, [*command, "--port", port, "--dir", str(cluster)])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--port'" in result.output
+    assert not cluster.exists()
