@@ -68,6 +68,8 @@ def synthetic_trace(
     io_size: int = 64 << 10,
     seed: int = 1,
 ) -> tuple[dict[int, int], list[Access]]:
+    if min(min_size, max_size) <= 0:
+        raise ValueError(f"file sizes must be above 0 bytes, not {min(min_size, max_size)}")
     rng = random.Random(seed)
     sizes = {
         f: int(math.exp(rng.uniform(math.log(min_size), math.log(max_size)))) for f in range(files)

@@ -296,13 +296,13 @@ def sweep_cmd(
 ) -> None:
     from rich.console import Console
 
-    from swift_dss.loadgen.sweep import SweepConfig, parse_list, sweep, table
+    from swift_dss.loadgen.sweep import SweepConfig, parse_list, sweep, table, whole_number
     from swift_dss.sizes import parse_size
 
     console = Console(stderr=True)
     try:
         cfg = SweepConfig(
-            parallelism=parse_list(parallelism, int),
+            parallelism=parse_list(parallelism, whole_number),
             sizes=parse_list(sizes, parse_size),
             ops=parse_list(ops, str.lower),
             repetitions=repetitions,
@@ -317,10 +317,6 @@ def sweep_cmd(
         )
     except ValueError as err:
         raise click.ClickException(str(err)) from err
-    if not cfg.parallelism or min(cfg.parallelism) < 1 or not cfg.sizes:
-        raise click.ClickException("parallelism must be >= 1 and at least one size is needed")
-    if not set(cfg.ops) <= {"put", "get"} or not cfg.ops:
-        raise click.ClickException("--ops takes put and/or get")
     try:
         doc = sweep(target.endpoint, target.protocol, target.creds, cfg, out,
                     progress=lambda m: console.log(m))  # fmt: skip

@@ -31,6 +31,8 @@ from swift_dss.sizes import format_size, parse_size
 
 DEFAULT_PARALLELISM = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SIZES = ("1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB", "4MiB", "16MiB")
+#: The largest object one PUT may carry: Swift's default max_file_size and S3's limit.
+MAX_SIZE = 5 << 30
 
 
 @dataclass
@@ -50,9 +52,23 @@ class SweepConfig:
     seed: int = 1
     cleanup: bool = True
 
+    def __post_init__(self) -> None:
+        if not self.parallelism or min(self.parallelism) < 1:
+            raise ValueError("parallelism takes whole numbers from 1, e.g. 1,4,16")
+        if not self.sizes or not all(0 < size <= MAX_SIZE for size in self.sizes):
+            raise ValueError(f"sizes take 1 byte to {format_size(MAX_SIZE)}, e.g. 1KiB,4MiB")
+        if not self.ops or not set(self.ops) <= {"put", "get"}:
+            raise ValueError("ops take put and/or get")
+
 
 def parse_list(text: str, conv: Callable[[str], Any]) -> tuple[Any, ...]:
     return tuple(conv(x.strip()) for x in text.split(",") if x.strip())
+
+
+def whole_number(text: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(text)
 
 
 def _requests(cfg: SweepConfig, p: int, size: int) -> int:

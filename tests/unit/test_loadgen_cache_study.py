@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from swift_dss.loadgen.cache_study import StudyConfig, study, synthetic_trace
 from swift_dss.loadgen.localserver import LocalServer
 from swift_dss.loadgen.protocols import S3
@@ -30,3 +32,8 @@ def test_bigger_chunks_hit_more_and_prefetching_fetches_ahead(tmp_path: Path) ->
     assert rows[(16 * KIB, True)]["objects_fetched"] >= small["objects_fetched"]
     assert (tmp_path / "cache_study.png").exists()
     assert left == {}
+
+
+def test_a_synthetic_trace_needs_files_of_some_size() -> None:
+    with pytest.raises(ValueError, match="above 0 bytes"):
+        synthetic_trace(max_size=0)

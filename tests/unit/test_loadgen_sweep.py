@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from swift_dss.loadgen.localserver import LocalServer
 from swift_dss.loadgen.protocols import S3
-from swift_dss.loadgen.sweep import SweepConfig, best, run_sweep, table
+from swift_dss.loadgen.sweep import (
+    MAX_SIZE,
+    SweepConfig,
+    best,
+    parse_list,
+    run_sweep,
+    table,
+    whole_number,
+)
 
 
 def test_sweep_measures_every_cell_and_cleans_up() -> None:
@@ -40,3 +52,33 @@ def test_each_put_cell_writes_over_the_names_the_cell_before_wrote() -> None:
     # Parallelism 3: 3 warm-up PUTs and 2 runs of max(4 x 3, 10) = 12; parallelism 1's
     # 1 + 2 x 10 names are among them.
     assert len(names) == 3 + 2 * 12
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"parallelism": ()}, "parallelism"),
+        ({"parallelism": (1, 0)}, "parallelism"),
+        ({"sizes": ()}, "sizes"),
+        ({"sizes": (0,)}, "sizes"),
+        ({"sizes": (1024, MAX_SIZE + 1)}, "sizes take 1 byte to 5 GiB"),
+        ({"ops": ()}, "ops"),
+        ({"ops": ("put", "delete")}, "ops"),
+    ],
+)
+def test_a_sweep_that_cannot_run_is_refused_with_its_reason(
+    change: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(ValueError, match=reason):
+        SweepConfig(**change)
+
+
+def test_a_sweep_of_swifts_largest_object_is_accepted() -> None:
+    assert SweepConfig(sizes=(1, MAX_SIZE)).sizes == (1, MAX_SIZE)
+
+
+def test_parallelism_is_a_list_of_whole_numbers() -> None:
+    assert parse_list("1, 4,,16", whole_number) == (1, 4, 16)
+    for bad in ("x", "-1", "1.5"):
+        with pytest.raises(ValueError, match="not a whole number"):
+            parse_list(f"1,{bad}", whole_number)
