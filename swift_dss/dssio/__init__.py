@@ -1,4 +1,4 @@
-"""dssio: I/O that carries a data class down to the storage (ARCHITECTURE.md section 5).
+"""dssio: I/O that carries a data class down to the storage (docs/architecture.md, "dssio").
 
 ``dwrite(fd, cls, data)``, ``dread(fd, cls, size)``, their positional forms ``pdwrite`` and
 ``pdread``, and ``reclassify(fd, offset, length, cls)`` pick the backend from the file's

@@ -1,4 +1,4 @@
-"""The ways a class can travel with an I/O to the storage below (ARCHITECTURE.md section 5).
+"""The ways a class can travel with an I/O to the storage below (docs/architecture.md, "dssio").
 
 Every call carries exactly one class. Writes and reads behave like ``os.write``/``os.read``
 (one system call, possibly short); callers loop as they would around the os functions.

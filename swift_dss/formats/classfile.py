@@ -1,4 +1,4 @@
-"""The binary class file of the paper's Appendix A.1 (ARCHITECTURE.md section 4).
+"""The binary class file of the paper's Appendix A.1 (docs/protocol.md, "Class file").
 
 Layout: a 16-byte metadata section (magic ``DS``, VER_ID, CLS_BYTES, 12 format-specific
 bytes), then the class section; with ``X-DSS-Object-File`` the object data follows. All

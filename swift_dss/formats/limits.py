@@ -8,7 +8,7 @@ from dataclasses import dataclass
 SECTOR = 512
 #: Offsets and lengths travel as 4-byte unsigned sector counts in class files.
 MAX_SECTORS = 2**32 - 1
-#: Classes are one byte on the wire to the tier (ARCHITECTURE.md section 2).
+#: Classes are one byte on the wire to the tier (docs/protocol.md).
 CLASS_SPACE = 256
 
 

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlsplit
 
 from swift_dss.client.auth import SwiftAuth, login
 
-#: Defaults: the all-in-one cluster's credentials (ARCHITECTURE.md section 7).
+#: Defaults: the all-in-one cluster's credentials (docs/loadgen.md, "Target and credentials").
 DEFAULT_USER = "test:tester"
 DEFAULT_KEY = "testing"
 CLASS_HEADER = "X-DSS-Object-Class"

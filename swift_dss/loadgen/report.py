@@ -1,4 +1,4 @@
-"""Writing a run: results.json (ARCHITECTURE.md section 7), CSV beside it, PNG plots.
+"""Writing a run: results.json (docs/loadgen.md, "Output"), CSV beside it, PNG plots.
 
 Files in DIR:
     results.json     run description, ``rows`` (phase x op x type x class, then phase x op),

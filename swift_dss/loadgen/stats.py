@@ -238,7 +238,7 @@ class Recorder:
         return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """ARCHITECTURE.md section 7: phase x op x type x class, then phase x op."""
+        """The rows of docs/loadgen.md "Output": phase x op x type x class, then phase x op."""
         rows = [
             self._row(k, c)
             for k, c in sorted(self.grouped(4).items(), key=_sort_key)

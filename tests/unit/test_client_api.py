@@ -1,6 +1,6 @@
 """DssClient's wire behaviour, against a small local stand-in for a dss-enabled Swift proxy.
 
-The stand-in speaks tempauth v1 and the dss contract of ARCHITECTURE.md section 3 (headers,
+The stand-in speaks tempauth v1 and the dss contract of docs/protocol.md (headers,
 object files, class files, reclassification), parsing with swift_dss.formats, and records
 what each request looked like so the tests can check bodies, lengths and streaming.
 """

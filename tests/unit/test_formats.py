@@ -1,4 +1,4 @@
-"""Class formats: round trips (hypothesis) and the rules of ARCHITECTURE.md sections 3-4."""
+"""Class formats: round trips (hypothesis) and the rules of docs/protocol.md."""
 
 from __future__ import annotations
 

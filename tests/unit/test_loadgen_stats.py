@@ -1,4 +1,4 @@
-"""Latency histograms merge exactly; rows follow ARCHITECTURE.md section 7; SigV4 matches."""
+"""Latency histograms merge exactly; rows follow docs/loadgen.md; SigV4 matches."""
 
 from __future__ import annotations
 

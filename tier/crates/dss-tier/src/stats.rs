@@ -1,5 +1,5 @@
 //! The stats document (`dss-tier stats --json`): per-class cache counters and per-device
-//! activity, as ARCHITECTURE.md section 7 fixes it.
+//! activity, as docs/tier.md "Stats and content" gives it.
 
 use dss_engine::cache::{ClassCounters, Resident, State};
 use dss_engine::device::DeviceStats;
