@@ -218,7 +218,7 @@ def tier_unit_name(dev: Device) -> str:
 
 
 def tier_command(inv: Inventory, dev: Device, mountpoint: str) -> list[str]:
-    """`dss-tier mount` for DEV as docs/tier.md "Operating a mount" has it (foreground)."""
+    """`dss-tier mount` for DEV as docs/tier.md opens with it (foreground)."""
     opts = {**inv.tier, **dev.tier}
     cmd = [
         f"{inv.cluster.bin_dir}/dss-tier",
