@@ -5,6 +5,8 @@
   to a directory that cannot be written when it comes to save it. It is not made here: a
   command refused for another option leaves nothing behind.
 - ``PORT``, a TCP port or 0 for any, checked before a cluster starts.
+- ``CONTAINER``, a Swift container name: Swift would read a ``/`` in it as the start of
+  the object's name, and answer a PUT into a container that does not exist (404).
 - ``POSITIVE``, for the scales, factors and timeouts: a finite number above zero. click's
   ``FloatRange`` lets ``nan`` and ``inf`` through, and those end in a traceback (a count
   of nan) or a run that never ends (a duration of inf).
@@ -60,3 +62,17 @@ POSITIVE = FiniteFloatRange(min=0, min_open=True)
 
 #: A TCP port; 0 lets the system choose one.
 PORT = click.IntRange(0, 65535)
+
+
+class ContainerName(click.ParamType):
+    """A non-empty container name without ``/``."""
+
+    name = "container"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not value or "/" in value:
+            self.fail(f"{value!r} is not a container name: one non-empty name, no '/'", param, ctx)
+        return value
+
+
+CONTAINER = ContainerName()

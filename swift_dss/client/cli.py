@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 
 import click
 
+from swift_dss.cli_types import CONTAINER
 from swift_dss.client.auth import AuthOptionError, SwiftAuth, auth_options
 from swift_dss.client.classes import class_headers, parse_classes
 from swift_dss.formats import (
@@ -85,7 +86,7 @@ def _object_name(path: str) -> str:
 
 
 @click.command()
-@click.argument("container")
+@click.argument("container", type=CONTAINER)
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--class", "object_class", type=CLASS, help="Class of the whole object.")
 @click.option("--range-class", metavar="SPEC", help="Ranges: OFFSET-LENGTH-CLASS[,...] (sectors).")
@@ -144,7 +145,7 @@ def upload(
 
 
 @click.command()
-@click.argument("container")
+@click.argument("container", type=CONTAINER)
 @click.argument("object_name", metavar="OBJECT")
 @click.option(
     "-o",
@@ -171,7 +172,7 @@ def download(container: str, object_name: str, output: str | None, auth: SwiftAu
 
 
 @click.command()
-@click.argument("container")
+@click.argument("container", type=CONTAINER)
 @click.argument("object_name", metavar="OBJECT")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @auth_options
@@ -187,7 +188,7 @@ def classes(container: str, object_name: str, as_json: bool, auth: SwiftAuth) ->
 
 
 @click.command()
-@click.argument("container")
+@click.argument("container", type=CONTAINER)
 @click.argument("object_name", metavar="OBJECT")
 @click.option("--class", "object_class", type=CLASS, help="Class of the whole object.")
 @click.option("--range-class", metavar="SPEC", help="Ranges: OFFSET-LENGTH-CLASS[,...] (sectors).")

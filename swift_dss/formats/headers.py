@@ -43,7 +43,10 @@ def parse_range_class(value: str, limits: Limits = DEFAULT_LIMITS) -> list[Class
         m = _RANGE.fullmatch(part)
         if not m:
             entry = part.strip()[:40]
-            raise ClassError(f"{RANGE_CLASS} entry {entry!r} is not offset-length-class")
+            raise ClassError(
+                f"{RANGE_CLASS} entry {entry!r} is not offset-length-class "
+                "(whole numbers of up to 10 digits)"
+            )
         offset, length, cls = (int(g) for g in m.groups())
         ranges.append(ClassRange(offset, length, cls))
     return ranges

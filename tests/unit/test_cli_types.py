@@ -117,3 +117,15 @@ def test_a_proxy_port_out_of_range_is_refused_before_anything_starts(
     assert result.exit_code == 2, result.output
     assert "Invalid value for '--port'" in result.output
     assert not cluster.exists()
+
+
+@pytest.mark.parametrize("command", [["upload"], ["download"], ["classes"], ["reclassify"]])
+@pytest.mark.parametrize("container", ["photos/2024", ""])
+def test_a_container_name_with_a_slash_or_none_is_refused(
+    command: list[str], container: str, regular_file: Path
+) -> None:
+    # Swift would read photos/2024/OBJ as the object 2024/OBJ in photos.
+    args = [*command, container, str(regular_file)]
+    result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
+    assert result.exit_code == 2, result.output
+    assert f"{container!r} is not a container name" in result.output

@@ -137,6 +137,7 @@ def test_canonical_form_sorts_and_merges() -> None:
         (None, "0-64", None, "offset-length-class"),
         (None, "0-64-25,", None, "offset-length-class"),
         (None, "a-1-2", None, "offset-length-class"),
+        (None, "0-99999999999-3", None, "up to 10 digits"),
         (None, "0-0-25", None, "empty"),
         (None, "0-10-25,5-10-26", None, "overlaps"),
         (None, "0-10-300", None, "outside"),
