@@ -155,6 +155,39 @@ def test_hard_links(tier: Tier) -> None:
     assert b.read_bytes() == b"changed" + data(10_000, 6)[7:]
 
 
+def test_a_hard_link_outlives_a_rename_over_its_other_name(tier: Tier) -> None:
+    """Renaming another file over one name of a hard-linked file leaves the file its other
+    name: reads and writes through it reach the file, not the one that took the name."""
+    a, link, c = tier.mnt / "a", tier.mnt / "link", tier.mnt / "c"
+    a.write_bytes(b"the linked file")
+    os.link(a, link)
+    linked = os.stat(link).st_ino
+    c.write_bytes(b"the file renamed over a")
+    os.rename(c, a)
+    assert os.stat(link).st_ino == linked and os.stat(link).st_nlink == 1
+    assert link.read_bytes() == b"the linked file"
+    with open(link, "r+b") as f:
+        f.write(b"THE")
+    assert link.read_bytes() == b"THE linked file"
+    assert a.read_bytes() == b"the file renamed over a"
+    tier.umount()
+    assert (tier.hdd / "link").read_bytes() == b"THE linked file"
+    assert (tier.hdd / "a").read_bytes() == b"the file renamed over a"
+
+
+def test_an_open_file_whose_name_was_taken_reopens_as_itself(tier: Tier) -> None:
+    """/proc/self/fd/N opens the file N is open on, even after its only name was renamed
+    over: the tier opens it through its handle, not the file now at that name."""
+    a, c = tier.mnt / "a", tier.mnt / "c"
+    a.write_bytes(b"the first file")
+    c.write_bytes(b"the second file")
+    with open(a, "rb") as held:
+        os.rename(c, a)
+        with open(f"/proc/self/fd/{held.fileno()}", "rb") as again:
+            assert again.read() == b"the first file"
+    assert a.read_bytes() == b"the second file"
+
+
 def test_a_second_name_made_on_the_hdd_is_looked_up(tier: Tier) -> None:
     """A file the kernel knows by one name, found by another the HDD gained behind the
     tier's back: the lookup records the new name without hanging the request."""

@@ -350,8 +350,17 @@ impl Filesystem for TierFs {
                 .filter(|m| m.ino() != from_ino);
             let last =
                 self.remove_name(replaced.as_ref(), || fs::rename(&from, &to).map_err(errno))?;
-            if let Some(gone) = replaced.filter(|_| last) {
-                self.core.meta_freed(self.fuse_ino(gone.ino()));
+            if let Some(gone) = replaced {
+                let gone = self.fuse_ino(gone.ino());
+                // `to` names the renamed inode now. The replaced one's other name, if it
+                // has one, must become its path, or requests by its inode would reach the
+                // file that took its name.
+                if let Some(n) = self.nodes.lock().unwrap().map.get_mut(&gone) {
+                    n.forget_name(&to);
+                }
+                if last {
+                    self.core.meta_freed(gone);
+                }
             }
             let md = fs::symlink_metadata(&to).map_err(errno)?;
             let ino = self.fuse_ino(md.ino());
@@ -399,7 +408,7 @@ impl Filesystem for TierFs {
         let _answering = self.requests.answer(Req::Open);
         let run = || -> Result<_, Errno> {
             let path = self.path(ino)?;
-            let f = open_file(&path, flags.0, None)?;
+            let f = self.open_inode(ino.0, &path, flags.0)?;
             self.truncate_on_open(&f, flags.0)?;
             self.new_handle(ino.0, &path, f, false, flags.0, |f| reply.open_backing(f))
         };

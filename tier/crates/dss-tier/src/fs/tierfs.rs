@@ -3,7 +3,7 @@
 
 use super::convert::{errno, kind_of, time};
 use super::deferred::{Buffers, Deferred};
-use super::handles::{Handle, Handles, Io, has_privs, libc_o};
+use super::handles::{Handle, Handles, Io, has_privs, libc_o, open_file};
 use super::nodes::{Node, Nodes};
 use super::passthrough::Backings;
 use super::requests::Requests;
@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -86,6 +87,24 @@ impl TierFs {
             .get(&ino.0)
             .map(|n| n.path.clone())
             .ok_or(Errno::ENOENT)
+    }
+
+    /// Inode `ino` opened at `path`, its remembered name. When that name is gone or names
+    /// another file now (the inode's last name was removed or renamed over: it lives on
+    /// through its open handles, and `/proc/PID/fd/N` can open it again), the file is
+    /// opened again through one of its handles, never the file that took the name.
+    pub(super) fn open_inode(&self, ino: u64, path: &Path, flags: i32) -> Result<File, Errno> {
+        if let Ok(f) = open_file(path, flags, None)
+            && f.metadata().is_ok_and(|md| self.fuse_ino(md.ino()) == ino)
+        {
+            return Ok(f);
+        }
+        let h = self.handles.get_or_any(None, ino).ok_or(Errno::ENOENT)?;
+        open_file(
+            Path::new(&format!("/proc/self/fd/{}", h.file.as_raw_fd())),
+            flags,
+            None,
+        )
     }
 
     pub(super) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
