@@ -14,11 +14,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
+from swift_dss.dssio import get_backend
 from tests.integration.tier_helpers import (  # noqa: F401
+    MakeTier,
     Tier,
     make_tier,
     tiers,
@@ -186,6 +189,69 @@ def test_an_open_file_whose_name_was_taken_reopens_as_itself(tier: Tier) -> None
         with open(f"/proc/self/fd/{held.fileno()}", "rb") as again:
             assert again.read() == b"the first file"
     assert a.read_bytes() == b"the second file"
+
+
+@pytest.mark.parametrize("mode", ["tiered", "ssd", "dss"])
+def test_an_open_file_keeps_its_data_when_its_last_name_goes(
+    make_tier: MakeTier,  # noqa: F811
+    mode: str,
+) -> None:
+    """A GET still reading an object whose file a newer PUT or a DELETE removed: the
+    handle reads what the file held, also where its blocks' only copy is on the SSD
+    (tiered placement, ssd mode), and once the last handle goes the blocks go too."""
+    t = make_tier()
+    t.mount(cache_size="1MiB", mode=mode)
+    tier_backend = get_backend("tier")
+    body = data(300_000, 11)
+    fd = os.open(t.mnt / "obj", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        # Class 25 is placed on the SSD in tiered mode and cached in dss mode.
+        tier_backend.pdwrite(fd, 25, body, 0)
+        os.fsync(fd)
+        ino = os.fstat(fd).st_ino
+        os.unlink(t.mnt / "obj")
+        # The kernel's pages must not answer for the tier.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert os.pread(fd, len(body), 0) == body
+        assert os.fstat(fd).st_size == len(body)
+        tier_backend.pdwrite(fd, 25, b"new", 7)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert os.pread(fd, 10, 0) == body[:7] + b"new"
+        assert any(e["file"] == ino for e in t.dump()["extents"])
+    finally:
+        tier_backend.release(fd)
+        os.close(fd)
+    # The release reaches the daemon after close returns.
+    deadline = time.monotonic() + 10
+    while any(e["file"] == ino for e in t.dump()["extents"]):
+        assert time.monotonic() < deadline, "the removed file's blocks stayed cached"
+        time.sleep(0.05)
+
+
+def test_an_open_file_with_no_name_left_takes_requests_by_inode(tier: Tier) -> None:
+    """fstat, fchmod, ftruncate, futimens and the f*xattr calls reach a file whose only
+    name was renamed over, never the file that took the name."""
+    a, c = tier.mnt / "a", tier.mnt / "c"
+    a.write_bytes(data(50_000, 12))
+    c.write_bytes(b"the file that takes the name")
+    with open(a, "r+b") as f:
+        os.rename(c, a)
+        fd = f.fileno()
+        assert os.fstat(fd).st_size == 50_000
+        os.fchmod(fd, 0o600)
+        os.ftruncate(fd, 1000)
+        os.utime(fd, (1_000_000, 2_000_000))
+        os.setxattr(fd, "user.k", b"v")
+        assert os.getxattr(fd, "user.k") == b"v"
+        assert "user.k" in os.listxattr(fd)
+        st = os.fstat(fd)
+        assert (st.st_size, st.st_mode & 0o777, st.st_mtime) == (1000, 0o600, 2_000_000)
+        os.removexattr(fd, "user.k")
+        assert "user.k" not in os.listxattr(fd)
+    st = os.stat(a)
+    assert a.read_bytes() == b"the file that takes the name"
+    assert st.st_size == 28 and st.st_mtime != 2_000_000 and os.listxattr(a) == []
 
 
 def test_a_second_name_made_on_the_hdd_is_looked_up(tier: Tier) -> None:

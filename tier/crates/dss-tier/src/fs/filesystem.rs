@@ -4,6 +4,7 @@
 use super::convert::{errno, kind_of, negative_attr, reply_xattr, sys_errno, utime_spec};
 use super::handles::{kill_suidgid, libc_o, open_file};
 use super::requests::Req;
+use super::target::Target;
 use super::tierfs::{TTL, TierFs};
 use crate::control::CONTROL_XATTR;
 use crate::core::{MetaKind, xattr_kind};
@@ -20,7 +21,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
@@ -123,18 +124,12 @@ impl Filesystem for TierFs {
         };
         let md = match fh {
             Some(_) => by_handle(ino.0),
-            // A path that now names another inode (its name was renamed over): the
-            // old inode lives on only through open handles.
-            None => self
-                .path(ino)
-                .and_then(|p| fs::symlink_metadata(p).map_err(errno))
-                .and_then(|md| {
-                    if self.fuse_ino(md.ino()) == ino.0 {
-                        Ok(md)
-                    } else {
-                        by_handle(ino.0)
-                    }
-                }),
+            // The remembered name, when it is still the inode's (nearly always: one lstat);
+            // else another of its names or an open handle.
+            None => match self.path(ino).map(fs::symlink_metadata) {
+                Ok(Ok(md)) if self.fuse_ino(md.ino()) == ino.0 => Ok(md),
+                _ => self.target(ino).and_then(|t| t.metadata()),
+            },
         };
         match md {
             Ok(md) => reply.attr(&TTL, &self.attr(&md)),
@@ -162,17 +157,20 @@ impl Filesystem for TierFs {
     ) {
         let _answering = self.requests.answer(Req::Setattr);
         let run = || -> Result<FileAttr, Errno> {
-            let path = self.path(ino)?;
+            let target = self.target(ino)?;
             self.core.meta(MetaKind::Inode, ino.0, true);
             if let Some(m) = mode {
-                fs::set_permissions(&path, fs::Permissions::from_mode(m & 0o7777))
+                fs::set_permissions(target.path(), fs::Permissions::from_mode(m & 0o7777))
                     .map_err(errno)?;
             }
             if uid.is_some() || gid.is_some() {
-                std::os::unix::fs::lchown(&path, uid, gid).map_err(errno)?;
+                target.chown(uid, gid)?;
             }
             if let Some(len) = size {
-                let f = OpenOptions::new().write(true).open(&path).map_err(errno)?;
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(target.path())
+                    .map_err(errno)?;
                 // FUSE_HANDLE_KILLPRIV_V2 leaves this to us; fuser does not pass on the
                 // kernel's CAP_FSETID verdict, so root stands for the privileged caller.
                 if mode.is_none() && req.uid() != 0 {
@@ -190,28 +188,17 @@ impl Filesystem for TierFs {
                 || mtime.is_some()
             {
                 // fsync must make attribute changes durable on the HDD.
-                if let Ok(md) = fs::symlink_metadata(&path) {
+                if let Ok(md) = target.metadata() {
                     self.core.hdd_changed(md.ino());
                 }
             }
             if atime.is_some() || mtime.is_some() {
-                // NOFOLLOW: `touch -h` and rsync set a symlink's own times; opening
-                // the path would change the target's instead, or fail with ENOENT
-                // while the target does not exist yet.
-                let times = rustix::fs::Timestamps {
+                target.set_times(&rustix::fs::Timestamps {
                     last_access: utime_spec(atime),
                     last_modification: utime_spec(mtime),
-                };
-                rustix::fs::utimensat(
-                    rustix::fs::CWD,
-                    &path,
-                    &times,
-                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                )
-                .map_err(sys_errno)?;
+                })?;
             }
-            let md = fs::symlink_metadata(&path).map_err(errno)?;
-            Ok(self.attr(&md))
+            Ok(self.attr(&target.metadata()?))
         };
         match run() {
             Ok(a) => reply.attr(&TTL, &a),
@@ -386,7 +373,10 @@ impl Filesystem for TierFs {
     ) {
         let _answering = self.requests.answer(Req::Link);
         let run = || -> Result<FileAttr, Errno> {
-            let from = self.path(ino)?;
+            // A file with no name left cannot be given one by path.
+            let Target::Name(from) = self.target(ino)? else {
+                return Err(Errno::ENOENT);
+            };
             let to = self.child(newparent, newname)?;
             self.core.meta(MetaKind::Directory, newparent.0, true);
             fs::hard_link(&from, &to).map_err(errno)?;
@@ -407,10 +397,16 @@ impl Filesystem for TierFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let _answering = self.requests.answer(Req::Open);
         let run = || -> Result<_, Errno> {
-            let path = self.path(ino)?;
-            let f = self.open_inode(ino.0, &path, flags.0)?;
+            let target = self.target(ino)?;
+            let f = open_file(&target.path(), flags.0, None)?;
             self.truncate_on_open(&f, flags.0)?;
-            self.new_handle(ino.0, &path, f, false, flags.0, |f| reply.open_backing(f))
+            // The name gives the file's default class: for a file with none left, the
+            // one it had.
+            let name = match &target {
+                Target::Name(p) => p.clone(),
+                Target::Open(h) => PathBuf::from(&h.name),
+            };
+            self.new_handle(ino.0, &name, f, false, flags.0, |f| reply.open_backing(f))
         };
         match run() {
             Ok((fh, Some(backing))) => {
@@ -562,7 +558,7 @@ impl Filesystem for TierFs {
         reply: ReplyEmpty,
     ) {
         let _answering = self.requests.answer(Req::Release);
-        if let Some(h) = self.handles.release(fh)
+        if let Some(h) = self.released(fh)
             && h.passthrough
         {
             self.backings.released(h.ino);
@@ -713,11 +709,11 @@ impl Filesystem for TierFs {
                     false => Err(Errno::EINVAL),
                 };
             }
-            let path = self.path(ino)?;
+            let target = self.target(ino)?;
             let kind = xattr_kind(name.len(), value.len());
             self.core.meta(kind, ino.0, true);
             let flags = rustix::fs::XattrFlags::from_bits_truncate(flags as u32);
-            rustix::fs::lsetxattr(&path, name, value, flags).map_err(sys_errno)
+            target.set_xattr(name, value, flags)
         };
         match run() {
             Ok(()) => reply.ok(),
@@ -746,50 +742,32 @@ impl Filesystem for TierFs {
             if ino.0 == 1 && name == CONTENT_XATTR {
                 return Ok(self.core.content_json().into_bytes());
             }
-            let path = self.path(ino)?;
-            let mut buf = Vec::with_capacity(4096);
-            loop {
-                match rustix::fs::lgetxattr(&path, name, rustix::buffer::spare_capacity(&mut buf)) {
-                    Ok(_) => {
-                        // Where the value lives is known once it is read: charged after.
-                        self.core
-                            .meta(xattr_kind(name.len(), buf.len()), ino.0, false);
-                        return Ok(buf);
-                    }
-                    Err(rustix::io::Errno::NODATA) => {
-                        self.core.meta(MetaKind::Inode, ino.0, false);
-                        return Err(Errno::ENODATA);
-                    }
-                    Err(rustix::io::Errno::RANGE) => {
-                        let n = rustix::fs::lgetxattr_query(&path, name).map_err(sys_errno)?;
-                        buf = Vec::with_capacity(n.max(buf.capacity() * 2));
-                    }
-                    Err(e) => return Err(sys_errno(e)),
-                }
+            let got = self.target(ino)?.get_xattr(name);
+            // Where the value lives is known once it is read: charged after.
+            match &got {
+                Ok(value) => self
+                    .core
+                    .meta(xattr_kind(name.len(), value.len()), ino.0, false),
+                Err(Errno::ENODATA) => self.core.meta(MetaKind::Inode, ino.0, false),
+                Err(_) => {}
             }
+            got
         };
         reply_xattr(run(), size, reply);
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         let _answering = self.requests.answer(Req::Listxattr);
-        let run = || -> Result<Vec<u8>, Errno> {
-            let path = self.path(ino)?;
-            let n = rustix::fs::llistxattr_query(&path).map_err(sys_errno)?;
-            let mut buf = Vec::with_capacity(n + 256);
-            rustix::fs::llistxattr(&path, rustix::buffer::spare_capacity(&mut buf))
-                .map_err(sys_errno)?;
-            Ok(buf)
-        };
+        let run = || -> Result<Vec<u8>, Errno> { self.target(ino)?.list_xattrs() };
         reply_xattr(run(), size, reply);
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _answering = self.requests.answer(Req::Removexattr);
         let run = || -> Result<(), Errno> {
-            let path = self.path(ino)?;
+            let target = self.target(ino)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
-            rustix::fs::lremovexattr(&path, name).map_err(sys_errno)
+            target.remove_xattr(name)
         };
         match run() {
             Ok(()) => reply.ok(),

@@ -2,8 +2,9 @@
 //! through the cache (`crate::core`).
 //!
 //! `tierfs` holds the filesystem's state, `filesystem` answers the FUSE requests,
-//! `nodes` is the inode table, `handles` the open handles, `passthrough` the backing
-//! files of handles the kernel serves itself, `requests` the requests answered by kind, `deferred` the read replies
+//! `nodes` is the inode table, `target` where a request by inode reaches its file,
+//! `handles` the open handles, `passthrough` the backing files of handles the kernel
+//! serves itself, `requests` the requests answered by kind, `deferred` the read replies
 //! that wait for their modelled device, and `convert` turns HDD-side values into FUSE's.
 
 mod convert;
@@ -13,6 +14,7 @@ mod handles;
 mod nodes;
 mod passthrough;
 mod requests;
+mod target;
 mod tierfs;
 
 pub use filesystem::{CONTENT_XATTR, STATS_XATTR};

@@ -3,19 +3,19 @@
 
 use super::convert::{errno, kind_of, time};
 use super::deferred::{Buffers, Deferred};
-use super::handles::{Handle, Handles, Io, has_privs, libc_o, open_file};
+use super::handles::{Handle, Handles, Io, has_privs, libc_o};
 use super::nodes::{Node, Nodes};
 use super::passthrough::Backings;
 use super::requests::Requests;
+use super::target::Target;
 use crate::control::Control;
 use crate::core::{Core, MetaKind};
 use crate::ioctl::Ioctls;
-use fuser::{BackingId, Errno, FileAttr, FileType, Generation, INodeNo, ReplyEntry};
+use fuser::{BackingId, Errno, FileAttr, FileHandle, FileType, Generation, INodeNo, ReplyEntry};
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -34,6 +34,10 @@ pub struct TierFs {
     /// Inodes written through a direct handle since their last page-cached open: that
     /// open must drop what the page cache holds of them.
     pub(super) direct_written: Mutex<HashSet<u64>>,
+    /// Files (by HDD inode) whose last name went while handles were open on them: their
+    /// cached blocks, for an SSD-placed one the only copy, stay until the last handle is
+    /// released. Its lock is taken before the handles' whenever both are.
+    pub(super) unnamed: Mutex<HashSet<u64>>,
     /// The kernel takes ENOSYS from opendir as "no directory handles needed".
     pub(super) no_opendir: bool,
     /// Kernel passthrough was asked for at mount (it is on once the kernel agrees).
@@ -63,6 +67,7 @@ impl TierFs {
             root,
             handles: Handles::new(),
             direct_written: Mutex::new(HashSet::new()),
+            unnamed: Mutex::new(HashSet::new()),
             no_opendir: false,
             passthrough_wanted: passthrough,
             backings: Backings::new(),
@@ -89,22 +94,26 @@ impl TierFs {
             .ok_or(Errno::ENOENT)
     }
 
-    /// Inode `ino` opened at `path`, its remembered name. When that name is gone or names
-    /// another file now (the inode's last name was removed or renamed over: it lives on
-    /// through its open handles, and `/proc/PID/fd/N` can open it again), the file is
-    /// opened again through one of its handles, never the file that took the name.
-    pub(super) fn open_inode(&self, ino: u64, path: &Path, flags: i32) -> Result<File, Errno> {
-        if let Ok(f) = open_file(path, flags, None)
-            && f.metadata().is_ok_and(|md| self.fuse_ino(md.ino()) == ino)
-        {
-            return Ok(f);
+    /// Where a request by inode `ino` reaches its file now (`Target`): its remembered name
+    /// or another of its names, checked to be still the inode's, or an open handle of a
+    /// file with no name left.
+    pub(super) fn target(&self, ino: INodeNo) -> Result<Target, Errno> {
+        let names = {
+            let nodes = self.nodes.lock().unwrap();
+            let n = nodes.map.get(&ino.0).ok_or(Errno::ENOENT)?;
+            std::iter::once(n.path.clone())
+                .chain(n.links.iter().cloned())
+                .collect::<Vec<_>>()
+        };
+        for name in names {
+            if fs::symlink_metadata(&name).is_ok_and(|md| self.fuse_ino(md.ino()) == ino.0) {
+                return Ok(Target::Name(name));
+            }
         }
-        let h = self.handles.get_or_any(None, ino).ok_or(Errno::ENOENT)?;
-        open_file(
-            Path::new(&format!("/proc/self/fd/{}", h.file.as_raw_fd())),
-            flags,
-            None,
-        )
+        self.handles
+            .get_or_any(None, ino.0)
+            .map(Target::Open)
+            .ok_or(Errno::ENOENT)
     }
 
     pub(super) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
@@ -178,9 +187,10 @@ impl TierFs {
     /// Take a name away with `remove` (an unlink, or a rename over it). If it is the
     /// file's last, the file's cached blocks go too, so that a later file reusing the
     /// inode number never sees them; they go after the name, so that a file that keeps
-    /// its name (the daemon died, or `remove` failed) keeps its data. Open handles keep
-    /// reading: their dirty blocks are written back first. Returns whether this was the
-    /// last name.
+    /// its name (the daemon died, or `remove` failed) keeps its data. A file still open
+    /// keeps its blocks until its last handle is released (`released`): its handles go on
+    /// reading and writing it, and the open file keeps the inode number from reuse.
+    /// Returns whether this was the last name.
     pub(super) fn remove_name(
         &self,
         md: Option<&fs::Metadata>,
@@ -193,14 +203,34 @@ impl TierFs {
         };
         if md.is_file() {
             let id = Self::file_id(md);
+            let mut unnamed = self.unnamed.lock().unwrap();
             if self.handles.open_on(md.ino()) {
-                let _ = self.core.flush_file(id, md.size());
+                remove()?;
+                unnamed.insert(id);
+            } else {
+                self.core.discard_file_after(id, md.size(), remove)?;
             }
-            self.core.discard_file_after(id, md.size(), remove)?;
         } else {
             remove()?;
         }
         Ok(true)
+    }
+
+    /// Release handle `fh`; the handle, if it was open. The last handle of a file whose
+    /// names are all gone takes the file's cached blocks with it.
+    pub(super) fn released(&self, fh: FileHandle) -> Option<Arc<Handle>> {
+        let mut unnamed = self.unnamed.lock().unwrap();
+        let h = self.handles.release(fh)?;
+        if let Ok(md) = h.file.metadata() {
+            let id = Self::file_id(&md);
+            if unnamed.contains(&id) && !self.handles.open_on(md.ino()) {
+                unnamed.remove(&id);
+                let _ = self
+                    .core
+                    .discard_file_after(id, md.size(), || Ok::<(), Errno>(()));
+            }
+        }
+        Some(h)
     }
 
     /// A new name in `parent` that `make` creates on the HDD (directory, node, link).
