@@ -166,6 +166,8 @@ def test_tier_units_follow_the_tier_command_line(tree: Path) -> None:
         "/srv/node/d2",
     ]
     assert tier["Service"]["ExecStop"] == "/usr/local/bin/dss-tier umount /srv/node/d2"
+    # Beyond the default 1,024: a descriptor per file the servers have open.
+    assert int(tier["Service"]["LimitNOFILE"]) >= 65536
     server = ini(units / "swift-object-server.service")
     assert server["Unit"]["Requires"].split() == ["dss-tier-d1.service", "dss-tier-d2.service"]
     assert "/etc/swift/object-server.conf" in server["Service"]["ExecStart"]

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -443,3 +444,22 @@ def test_buffered_metadata_writes_are_charged_as_written_through_ones(make_tier:
         tier.umount()
     assert charged["sync"] >= 8 * 3, charged
     assert charged["buffered"] == charged["sync"], charged
+
+
+def test_the_daemon_raises_its_open_files_limit_to_the_hard_one(
+    make_tier: MakeTier,  # noqa: F811
+) -> None:
+    """Started with the usual soft limit of 1,024 descriptors, the daemon raises it: it
+    holds one per file open on the mount, more than 1,024 on a busy object server."""
+    t = make_tier()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        t.mount()  # the daemon inherits the lowered limit
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert t.proc is not None
+    limits = Path(f"/proc/{t.proc.pid}/limits").read_text()
+    line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
+    daemon_soft, daemon_hard = line.split()[3:5]
+    assert int(daemon_soft) == int(daemon_hard) == hard

@@ -83,6 +83,24 @@ fn mount_path(mountpoint: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The daemon holds a descriptor per open handle of the mount (every file Swift's servers
+/// have open) and up to 1,024 for write-back: the soft limit of 1024 that a service
+/// manager or a shell gives by default is too few, so it is raised to the hard limit, as
+/// Swift's servers raise theirs.
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let _ = setrlimit(
+            Resource::Nofile,
+            rustix::process::Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            },
+        );
+    }
+}
+
 /// The latest dss-tier mount (fstype `fuse.dss-tier`) on `mountpoint`.
 fn dss_tier_mount(mountpoint: &Path) -> Option<mountinfo::Entry> {
     let abs = mount_path(mountpoint)?;
@@ -144,6 +162,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
         }
         return Err("mount did not appear within 10 s".into());
     }
+    raise_open_files_limit();
     let resolved = policy.resolve(m.mode);
     std::fs::create_dir_all(&m.ssd).map_err(|e| format!("{}: {e}", m.ssd.display()))?;
     // Before the cache opens (which would drop the anchors of blocks it cannot find):

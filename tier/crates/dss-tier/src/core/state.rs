@@ -37,12 +37,19 @@ pub(super) fn room_patience(ssd: u32, hdd: u32) -> Duration {
 /// a file's blocks being dropped, which no batch announces.
 pub(super) const ROOM_POLL: Duration = Duration::from_millis(50);
 
+/// At most this many descriptors of files with dirty blocks are kept open for the
+/// syncer (`Inner::files`); the syncer opens any other such file through its anchor when
+/// it writes it back. A cache holds the dirty blocks of millions of small objects, and a
+/// descriptor each would exhaust the daemon's limit, failing every open of the mount.
+pub(super) const OPEN_FILES: usize = 1024;
+
 /// What the engine lock covers: the engine and everything its decisions change at once.
 pub(super) struct Inner {
     pub(super) cache: Cache,
     pub(super) ssd: Device,
     pub(super) hdd: Device,
-    /// Writable descriptors of files with dirty blocks, for the syncer.
+    /// Writable descriptors of files with dirty blocks, for the syncer: at most
+    /// `OPEN_FILES`.
     pub(super) files: HashMap<u64, Arc<File>>,
     pub(super) victims: Vec<Victim>,
     pub(super) journal: Journal,

@@ -2,7 +2,7 @@
 //! and the final write-back at unmount.
 
 use super::device_io::{IoBuf, hdd_addr};
-use super::state::{Core, Inner, META, SYNC_BATCH};
+use super::state::{Core, Inner, META, OPEN_FILES, SYNC_BATCH};
 use crate::runs::Run;
 use dss_engine::Victim;
 use dss_engine::device::Op;
@@ -180,9 +180,12 @@ impl Core {
         let file = match inner.files.get(&key.file) {
             Some(f) => f.clone(),
             None => {
-                // Restored from the journal: reach the file through its anchor.
+                // Restored from the journal, or beyond the descriptors kept open: reach
+                // the file through its anchor.
                 let f = Arc::new(self.anchors.open_file(key.file)?);
-                inner.files.insert(key.file, f.clone());
+                if inner.files.len() < OPEN_FILES {
+                    inner.files.insert(key.file, f.clone());
+                }
                 f
             }
         };

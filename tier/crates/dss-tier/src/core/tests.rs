@@ -854,3 +854,26 @@ fn buffered_metadata_writes_keep_the_device_busy_and_only_an_fsync_waits_for_the
     core.sync_file(ino, &f, false).unwrap();
     assert!(core.now() >= pending);
 }
+
+#[test]
+fn the_descriptors_kept_for_write_back_are_bounded_and_every_file_is_written_back() {
+    let d = Dirs::new("open-files");
+    let n = super::state::OPEN_FILES + 100;
+    // Room for every file's dirty block: nothing is written back before the flush.
+    let (core, _) = d.open(2 * n as u64 * 4096, Mode::Dss);
+    for i in 0..n {
+        let (f, _) = d.file(&format!("f{i}"));
+        core.write(&f, 24, 0, &pattern(4096, i as u8)).unwrap();
+        // The writer closes its file: a descriptor left open is the core's own.
+    }
+    assert_eq!(
+        core.inner.lock().unwrap().files.len(),
+        super::state::OPEN_FILES
+    );
+    core.flush_all().unwrap();
+    for i in 0..n {
+        let on_hdd = std::fs::read(d.hdd().join(format!("f{i}"))).unwrap();
+        assert_eq!(on_hdd, pattern(4096, i as u8), "f{i}");
+    }
+    let _held = core.shutdown().unwrap();
+}
