@@ -5,6 +5,7 @@ than what was acknowledged."""
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.tier_helpers import (  # noqa: F401
+    BIN,
     Tier,
     make_tier,
     tiers,
@@ -156,4 +158,60 @@ def test_kill_9_at_random_moments_loses_nothing_acknowledged(
     check(t.mnt, log)
     t.umount()
     check(t.hdd, log)
+    assert "clean" in t.fsck().stdout
+
+
+# Holds FILE open, unlinks it, says so, and waits to die with the mount.
+HOLDER = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.unlink(sys.argv[1])
+print(os.fstat(fd).st_ino, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("mode", ["tiered", "dss"])
+def test_kill_9_while_a_removed_file_is_still_open(
+    make_tier: object,  # noqa: F811
+    mode: str,
+) -> None:
+    """The daemon dies while a file whose last name went is still open, its blocks (in
+    tiered mode their only copy) still cached: after a restart the named files read
+    back exactly, the removed file's blocks are written back into its nameless inode and
+    let go, and nothing of it shows anywhere."""
+    from swift_dss.dssio import get_backend
+
+    tier = get_backend("tier")
+    t = make_tier()
+    t.mount(cache_size="1MiB", mode=mode)
+    bodies = {name: content(name, 1)[:4096] * 20 for name in ("keep", "gone", "new")}
+    for name in ("keep", "gone"):
+        fd = os.open(t.mnt / name, os.O_RDWR | os.O_CREAT, 0o644)
+        tier.pdwrite(fd, 25, bodies[name], 0)  # class 25: on the SSD in tiered mode
+        os.fsync(fd)
+        tier.release(fd)
+        os.close(fd)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(t.mnt / "gone")],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        gone_ino = int(holder.stdout.readline())
+        with open(t.mnt / "new", "wb") as f:
+            f.write(bodies["new"])
+            f.flush()
+            os.fsync(f.fileno())
+        assert any(e["file"] == gone_ino for e in t.dump()["extents"])
+        t.kill()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    t.mount(cache_size="1MiB", mode=mode)
+    assert sorted(os.listdir(t.mnt)) == ["keep", "new"]
+    for name in ("keep", "new"):
+        assert (t.mnt / name).read_bytes() == bodies[name], name
+    subprocess.run([str(BIN), "flush", str(t.mnt)], check=True, capture_output=True)
+    assert not any(e["file"] == gone_ino for e in t.dump()["extents"])
+    t.umount()
+    assert sorted(p.name for p in t.hdd.iterdir() if p.name != ".dss-tier") == ["keep", "new"]
     assert "clean" in t.fsck().stdout

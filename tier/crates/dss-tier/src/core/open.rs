@@ -10,6 +10,7 @@ use dss_engine::policy::{Classify, Mode};
 use dss_engine::{Cache, Resolved};
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
@@ -18,7 +19,8 @@ use std::time::Instant;
 #[derive(Debug, Default)]
 pub struct Replay {
     pub restored: u32,
-    /// Dirty records whose file no longer exists (no anchor).
+    /// Dirty records whose file no longer exists: no anchor, or no name but its anchor
+    /// (removed while open when the daemon died).
     pub orphaned: u32,
     pub corrupt: u32,
     pub clean_dropped: u32,
@@ -116,6 +118,12 @@ impl Core {
                         continue;
                     }
                     let ok = anchors.open_file(rec.key.file).and_then(|f| {
+                        // Only its anchor names it: its last name went while it was
+                        // still open, and the handles died with the daemon. Nothing can
+                        // reach it again, and its inode goes with the anchor.
+                        if f.metadata()?.nlink() <= 1 {
+                            return Err(io::Error::from(io::ErrorKind::NotFound));
+                        }
                         let end = rec.key.index * bs + u64::from(rec.valid);
                         if f.metadata()?.len() < end {
                             f.set_len(end)?;

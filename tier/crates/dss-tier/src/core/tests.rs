@@ -347,6 +347,29 @@ fn blocks_of_deleted_files_are_dropped_not_written_back() {
 }
 
 #[test]
+fn blocks_of_a_file_removed_while_open_are_dropped_after_a_crash() {
+    let d = Dirs::new("removed-open");
+    let (f, ino) = d.file("a");
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        core.write(&f, 24, 0, &pattern(8192, 2)).unwrap();
+        core.sync_file(ino, &f, false).unwrap();
+        // Its last name goes while it is open: the blocks stay for the open handle, and
+        // the daemon dies before the handle is released.
+        std::fs::remove_file(d.hdd().join("a")).unwrap();
+    }
+    let (_core, replay) = d.open(1 << 20, Mode::Dss);
+    assert_eq!((replay.restored, replay.orphaned), (0, 2));
+    assert!(
+        std::fs::read_dir(d.hdd().join(".dss-tier/anchors"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "the anchor, its last name, went at mount"
+    );
+}
+
+#[test]
 fn a_file_keeps_its_cached_blocks_until_its_last_name_is_gone() {
     let d = Dirs::new("keeps-name");
     let (f, ino) = d.file("a");
