@@ -81,6 +81,12 @@ impl Dirs {
         let _held = core.shutdown().unwrap();
         f
     }
+    fn no_anchors(&self) -> bool {
+        std::fs::read_dir(self.hdd().join(".dss-tier/anchors"))
+            .unwrap()
+            .next()
+            .is_none()
+    }
     fn file(&self, name: &str) -> (Arc<File>, u64) {
         let f = journal::open_rw_create(&self.hdd().join(name)).unwrap();
         let ino = f.metadata().unwrap().ino();
@@ -337,13 +343,7 @@ fn blocks_of_deleted_files_are_dropped_not_written_back() {
     }
     let (_core, replay) = d.open(1 << 20, Mode::Dss);
     assert_eq!(replay.restored, 0);
-    assert!(
-        std::fs::read_dir(d.hdd().join(".dss-tier/anchors"))
-            .unwrap()
-            .next()
-            .is_none(),
-        "the stale anchor went at mount"
-    );
+    assert!(d.no_anchors(), "the stale anchor went at mount");
 }
 
 #[test]
@@ -360,13 +360,7 @@ fn blocks_of_a_file_removed_while_open_are_dropped_after_a_crash() {
     }
     let (_core, replay) = d.open(1 << 20, Mode::Dss);
     assert_eq!((replay.restored, replay.orphaned), (0, 2));
-    assert!(
-        std::fs::read_dir(d.hdd().join(".dss-tier/anchors"))
-            .unwrap()
-            .next()
-            .is_none(),
-        "the anchor, its last name, went at mount"
-    );
+    assert!(d.no_anchors(), "the anchor, its last name, went at mount");
 }
 
 #[test]
