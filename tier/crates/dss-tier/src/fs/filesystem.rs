@@ -124,11 +124,12 @@ impl Filesystem for TierFs {
         };
         let md = match fh {
             Some(_) => by_handle(ino.0),
-            // The remembered name, when it is still the inode's (nearly always: one lstat);
-            // else another of its names or an open handle.
-            None => match self.path(ino).map(fs::symlink_metadata) {
-                Ok(Ok(md)) if self.fuse_ino(md.ino()) == ino.0 => Ok(md),
-                _ => self.target(ino).and_then(|t| t.metadata()),
+            // A live name's (one lstat, nearly always of the remembered name), else an
+            // open handle's.
+            None => match self.live_name(ino) {
+                Ok(Some((_, md))) => Ok(md),
+                Ok(None) => by_handle(ino.0),
+                Err(e) => Err(e),
             },
         };
         match md {

@@ -94,10 +94,9 @@ impl TierFs {
             .ok_or(Errno::ENOENT)
     }
 
-    /// Where a request by inode `ino` reaches its file now (`Target`): its remembered name
-    /// or another of its names, checked to be still the inode's, or an open handle of a
-    /// file with no name left.
-    pub(super) fn target(&self, ino: INodeNo) -> Result<Target, Errno> {
+    /// A name of inode `ino` now, with what it names: its remembered name or another of
+    /// its names, checked to be still the inode's; None when it has none left.
+    pub(super) fn live_name(&self, ino: INodeNo) -> Result<Option<(PathBuf, fs::Metadata)>, Errno> {
         let names = {
             let nodes = self.nodes.lock().unwrap();
             let n = nodes.map.get(&ino.0).ok_or(Errno::ENOENT)?;
@@ -106,14 +105,26 @@ impl TierFs {
                 .collect::<Vec<_>>()
         };
         for name in names {
-            if fs::symlink_metadata(&name).is_ok_and(|md| self.fuse_ino(md.ino()) == ino.0) {
-                return Ok(Target::Name(name));
+            if let Ok(md) = fs::symlink_metadata(&name)
+                && self.fuse_ino(md.ino()) == ino.0
+            {
+                return Ok(Some((name, md)));
             }
         }
-        self.handles
-            .get_or_any(None, ino.0)
-            .map(Target::Open)
-            .ok_or(Errno::ENOENT)
+        Ok(None)
+    }
+
+    /// Where a request by inode `ino` reaches its file now (`Target`): a live name, or an
+    /// open handle of a file with no name left.
+    pub(super) fn target(&self, ino: INodeNo) -> Result<Target, Errno> {
+        match self.live_name(ino)? {
+            Some((name, _)) => Ok(Target::Name(name)),
+            None => self
+                .handles
+                .get_or_any(None, ino.0)
+                .map(Target::Open)
+                .ok_or(Errno::ENOENT),
+        }
     }
 
     pub(super) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
@@ -221,9 +232,13 @@ impl TierFs {
     pub(super) fn released(&self, fh: FileHandle) -> Option<Arc<Handle>> {
         let mut unnamed = self.unnamed.lock().unwrap();
         let h = self.handles.release(fh)?;
+        // Nearly always empty: a release then costs no fstat.
+        if unnamed.is_empty() {
+            return Some(h);
+        }
         if let Ok(md) = h.file.metadata() {
             let id = Self::file_id(&md);
-            if unnamed.contains(&id) && !self.handles.open_on(md.ino()) {
+            if unnamed.contains(&id) && !self.handles.any_on(h.ino) {
                 unnamed.remove(&id);
                 let _ = self
                     .core
