@@ -2,7 +2,7 @@
 //! the slab and the HDD files as the engine decides them.
 
 use super::device_io::{IoBuf, hdd_addr};
-use super::state::{Core, Inner, OPEN_FILES, ROOM_POLL};
+use super::state::{Core, Inner, ROOM_POLL};
 use crate::runs::{FillRun, Run};
 use dss_engine::device::{Model, Op};
 use dss_engine::{BlockKey, Durable, ReadOutcome, WriteOutcome};
@@ -288,9 +288,7 @@ impl Core {
                 WriteOutcome::Ssd { slot, hit } => {
                     if !anchored {
                         self.anchor(w.file, id)?;
-                        if inner.files.len() < OPEN_FILES {
-                            inner.files.entry(id).or_insert_with(|| w.file.clone());
-                        }
+                        inner.keep_open(id, w.file);
                         anchored = true;
                     }
                     if hit || n as u64 == bs {

@@ -75,6 +75,15 @@ pub(super) struct Inner {
     pub(super) meta_written: u64,
 }
 
+impl Inner {
+    /// Keep `file`'s descriptor for the syncer, while fewer than `OPEN_FILES` are kept.
+    pub(super) fn keep_open(&mut self, id: u64, file: &Arc<File>) {
+        if self.files.len() < OPEN_FILES {
+            self.files.entry(id).or_insert_with(|| file.clone());
+        }
+    }
+}
+
 /// The cache of one mount, shared by the FUSE threads and the syncer.
 pub struct Core {
     pub(super) inner: Mutex<Inner>,

@@ -2,7 +2,7 @@
 //! and the final write-back at unmount.
 
 use super::device_io::{IoBuf, hdd_addr};
-use super::state::{Core, Inner, META, OPEN_FILES, SYNC_BATCH};
+use super::state::{Core, Inner, META, SYNC_BATCH};
 use crate::runs::Run;
 use dss_engine::Victim;
 use dss_engine::device::Op;
@@ -183,9 +183,7 @@ impl Core {
                 // Restored from the journal, or beyond the descriptors kept open: reach
                 // the file through its anchor.
                 let f = Arc::new(self.anchors.open_file(key.file)?);
-                if inner.files.len() < OPEN_FILES {
-                    inner.files.insert(key.file, f.clone());
-                }
+                inner.keep_open(key.file, &f);
                 f
             }
         };
