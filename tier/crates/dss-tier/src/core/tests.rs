@@ -330,18 +330,26 @@ fn clean_copies_are_never_served_after_a_restart() {
     assert_eq!(core.read(&f, 24, 0, 4096).unwrap(), newer);
 }
 
-#[test]
-fn blocks_of_deleted_files_are_dropped_not_written_back() {
-    let d = Dirs::new("deleted");
+/// File "a" written (two blocks) and fsynced, its blocks dropped first if `discarded`,
+/// then its last name removed, and the tier killed: what the next mount replays.
+fn removed_then_crashed(d: &Dirs, discarded: bool) -> Replay {
     let (f, ino) = d.file("a");
     {
         let (core, _) = d.open(1 << 20, Mode::Dss);
         core.write(&f, 24, 0, &pattern(8192, 1)).unwrap();
         core.sync_file(ino, &f, false).unwrap();
-        core.discard_file(ino, 8192);
+        if discarded {
+            core.discard_file(ino, 8192);
+        }
         std::fs::remove_file(d.hdd().join("a")).unwrap();
     }
-    let (_core, replay) = d.open(1 << 20, Mode::Dss);
+    d.open(1 << 20, Mode::Dss).1
+}
+
+#[test]
+fn blocks_of_deleted_files_are_dropped_not_written_back() {
+    let d = Dirs::new("deleted");
+    let replay = removed_then_crashed(&d, true);
     assert_eq!(replay.restored, 0);
     assert!(d.no_anchors(), "the stale anchor went at mount");
 }
@@ -349,16 +357,9 @@ fn blocks_of_deleted_files_are_dropped_not_written_back() {
 #[test]
 fn blocks_of_a_file_removed_while_open_are_dropped_after_a_crash() {
     let d = Dirs::new("removed-open");
-    let (f, ino) = d.file("a");
-    {
-        let (core, _) = d.open(1 << 20, Mode::Dss);
-        core.write(&f, 24, 0, &pattern(8192, 2)).unwrap();
-        core.sync_file(ino, &f, false).unwrap();
-        // Its last name goes while it is open: the blocks stay for the open handle, and
-        // the daemon dies before the handle is released.
-        std::fs::remove_file(d.hdd().join("a")).unwrap();
-    }
-    let (_core, replay) = d.open(1 << 20, Mode::Dss);
+    // Its last name goes while it is open: the blocks stay for the open handle, and the
+    // daemon dies before the handle is released.
+    let replay = removed_then_crashed(&d, false);
     assert_eq!((replay.restored, replay.orphaned), (0, 2));
     assert!(d.no_anchors(), "the anchor, its last name, went at mount");
 }
