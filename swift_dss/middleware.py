@@ -94,6 +94,7 @@ from swift.common.utils import config_true_value, get_logger, list_from_csv
 from swift.common.wsgi import make_pre_authed_request, make_subrequest
 
 from swift_dss.classed_response import (
+    COPY_SOURCE,
     META_OBJECT_CLASS,
     META_RANGE_CLASS,
     ClassedResponse,
@@ -122,7 +123,7 @@ from swift_dss.middleware_metrics import (
     count_success,
     refused,
 )
-from swift_dss.object_head import SLO_SIZE, clipped, object_size, status_response
+from swift_dss.object_head import SLO_SIZE, object_size, status_response
 from swift_dss.proxy_authorize import authorize_as_proxy
 from swift_dss.settable_classes import SettableClasses, format_class_set
 
@@ -233,19 +234,26 @@ class DssMiddleware:
         ``method`` on the same object), else None."""
         return authorize_as_proxy(req.environ, self.app, SWIFT_SOURCE, method)
 
-    def _fit(self, req: Request, cmap: ClassMap, current: Response, may_read: bool) -> ClassMap:
-        """``cmap`` checked against the object's size. A caller who may not read the object
-        learns nothing of its size: what lies beyond the end is dropped, not refused."""
+    def _fit(
+        self,
+        req: Request,
+        cmap: ClassMap,
+        current: Response,
+        may_read: bool,
+        block_sectors: int = 0,
+    ) -> ClassMap:
+        """``cmap`` checked against the object's size (see ``ClassMap.fitted``). A caller who
+        may not read the object learns nothing of its size: what lies beyond the end is
+        dropped, not refused."""
         size = object_size(current)
         if size is None:
             return cmap
         try:
-            cmap.check_size(size)
+            return cmap.fitted(size, block_sectors)
         except ClassError as err:
             if may_read or not self._denied(req, "HEAD"):
                 raise self._error(err, req) from None
-            return clipped(cmap, size)
-        return cmap
+            return cmap.clipped(size)
 
     @staticmethod
     def _set_sysmeta(req: Request, cmap: ClassMap) -> None:
@@ -315,13 +323,14 @@ class DssMiddleware:
                 if size < cf.size:
                     raise ClassError("body is shorter than its class file")
                 size -= cf.size
-                cf.classmap.check_size(size)
+                cmap = cf.fitted(size)
+            else:
+                cmap = cf.classmap
         except ClassError as err:
             raise self._error(err, req) from None
         if size is not None:
             req.environ["CONTENT_LENGTH"] = str(size)
-        cmap = cf.classmap
-        if header_default is not None and not cf.classmap.default:
+        if header_default is not None and not cmap.default:
             cmap = cmap.with_default(header_default.default)
         req.headers.pop(OBJECT_FILE, None)
         return cmap
@@ -360,7 +369,7 @@ class DssMiddleware:
         current = self._head(req)
         if not is_success(current.status_int):
             return status_response(current, req)(req.environ, start_response)
-        cmap = self._fit(req, cmap, current, may_read=False)
+        cmap = self._fit(req, cmap, current, may_read=False, block_sectors=cf.block_sectors)
         return self.reclassify(req, cmap, current)(req.environ, start_response)
 
     # -- POST and reclassification ------------------------------------------------------
@@ -391,11 +400,18 @@ class DssMiddleware:
             # A POST of classes alone changes classes alone.
             self._copy_preserved(current, req)
         self._set_sysmeta(req, cmap)
-        return self.app(env, count_success(self.logger, RECLASSIFIED, start_response))
+        # Swift's own answer, with the classes now stored as every reclassification has.
+        answer = classmap_to_headers(cmap)
+        return self.app(env, count_success(self.logger, RECLASSIFIED, start_response, answer))
 
     def handle_read(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         env = req.environ
-        if req.method == "GET" and (ENV_OBJECT_CLASS in env or ENV_RANGE_CLASS in env):
+        if env.get("swift.source") == COPY_SOURCE:
+            # The copy middleware's read of a COPY's source carries the COPY's headers: its
+            # classes are the destination's, set on the destination's PUT, not the source's.
+            env.pop(ENV_OBJECT_CLASS, None)
+            env.pop(ENV_RANGE_CLASS, None)
+        elif req.method == "GET" and (ENV_OBJECT_CLASS in env or ENV_RANGE_CLASS in env):
             denial = self._denied(req)
             if denial is not None:
                 return denial(env, start_response)

@@ -14,7 +14,7 @@ StatsD server, and every metric is ``[<log_statsd_metric_prefix>.]dss.<name>``:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 STATSD_PREFIX = "dss"
 CLASSES_SET = "classes_set"
@@ -26,12 +26,22 @@ def refused(status: int) -> str:
     return f"refused.{status}"
 
 
-def count_success(logger: object, metric: str, start_response: Callable) -> Callable:
-    """``start_response`` that counts ``metric`` when the response is a success."""
+def count_success(
+    logger: object,
+    metric: str,
+    start_response: Callable,
+    extra_headers: Mapping[str, str] | None = None,
+) -> Callable:
+    """``start_response`` that counts ``metric`` when the response is a success, and then
+    sets ``extra_headers`` on it."""
 
     def counting(status: str, headers: list, exc_info: object = None) -> object:
         if status[:1] == "2":
             logger.increment(metric)
+            if extra_headers:
+                names = {k.lower() for k in extra_headers}
+                headers = [h for h in headers if h[0].lower() not in names]
+                headers.extend(extra_headers.items())
         return start_response(status, headers, exc_info)
 
     return counting

@@ -6,8 +6,6 @@ from __future__ import annotations
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.swob import Request, Response, status_map
 
-from swift_dss.formats import SECTOR, ClassMap, ClassRange
-
 SLO_SIZE = get_sys_meta_prefix("object") + "slo-size"
 
 
@@ -20,17 +18,6 @@ def object_size(current: Response) -> int | None:
         # A large object's manifest: ranges refer to the object it stands for.
         return int(slo_size)
     return current.content_length
-
-
-def clipped(cmap: ClassMap, size: int) -> ClassMap:
-    """``cmap`` without what lies beyond an object of ``size`` bytes."""
-    sectors = -(-size // SECTOR)
-    ranges = tuple(
-        ClassRange(r.offset, min(r.end, sectors) - r.offset, r.cls)
-        for r in cmap.ranges
-        if r.offset < sectors
-    )
-    return ClassMap(cmap.default, ranges)
 
 
 def status_response(current: Response, req: Request) -> Response:

@@ -54,12 +54,13 @@ from swift.obj import server
 from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileReader, DiskFileWriter
 
 from swift_dss import dssio
-from swift_dss.formats import ClassError, ClassMap, from_sysmeta, sysmeta_keys
+from swift_dss.formats import ClassError, ClassMap, from_sysmeta, sysmeta_keys, to_sysmeta
 from swift_dss.formats.sysmeta import CLASS_KEY, EnvironHeaders, HeaderSource
 
 BACKEND_NAMES = ("auto", "tier", "kernel", "none", "record")
 UNCLASSIFIED = ClassMap()
 _OVERRIDE_PREFIX = "dssio_backend_"
+_MANIFEST_KEYS = frozenset(("x-object-manifest", "x-object-sysmeta-slo-size"))
 
 
 def _case_insensitive(metadata: Mapping[str, str]) -> HeaderSource | None:
@@ -279,6 +280,25 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
             drop_buffer_cache(self._fd, self._last_sync, diff)
             drop_cache(self._backend, self._fd, self._last_sync, diff, self.logger)
             self._last_sync = self._upload_size
+
+    def put(self, metadata: dict[str, str]) -> None:
+        """As Swift's put, with the stored classes fitted to the data received."""
+        self._fit_classes(metadata)
+        super().put(metadata)
+
+    def _fit_classes(self, metadata: dict[str, str]) -> None:
+        # A chunked PUT's length is not known to the proxy, which checks ranges against the
+        # length: here it is. What is stored then says only what the object holds, as for a
+        # PUT of known length; a block-based file's last block is clipped the same way.
+        cmap = self._classes
+        if not cmap.ranges or any(k.lower() in _MANIFEST_KEYS for k in metadata):
+            # A manifest's ranges refer to the large object it stands for.
+            return
+        fitted = cmap.clipped(self._upload_size)
+        if fitted != cmap:
+            for key in sysmeta_keys(metadata):
+                del metadata[key]
+            metadata.update(to_sysmeta(fitted))
 
     def _finalize_put(self, *args: Any, **kwargs: Any) -> None:
         # Swift's own drop of the whole object, after the fsync, is inside this.

@@ -35,6 +35,12 @@ class ClassFile:
     classmap: ClassMap
     #: Bytes the metadata and class sections took on the wire.
     size: int
+    #: BLK_SECTORS of a block-based file, else 0.
+    block_sectors: int = 0
+
+    def fitted(self, size: int) -> ClassMap:
+        """The classes for an object of ``size`` bytes (see :meth:`ClassMap.fitted`)."""
+        return self.classmap.fitted(size, self.block_sectors)
 
 
 def _section_size(version: Version, cls_bytes: int, count: int) -> int:
@@ -113,8 +119,11 @@ def read_classfile(
             ClassRange(i * blk_sectors, blk_sectors, _class_value(body[p : p + cls_bytes], limits))
             for i, p in enumerate(range(0, section, cls_bytes))
         ]
-        cmap = ClassMap.build(0, _merge_blocks(ranges, limits), limits, size)
-    return ClassFile(version, cls_bytes, cmap, HEADER_SIZE + section)
+        cmap = ClassMap.build(0, _merge_blocks(ranges, limits), limits)
+        if size is not None:
+            cmap = cmap.fitted(size, blk_sectors)
+    block_sectors = blk_sectors if version is Version.BLOCK else 0
+    return ClassFile(version, cls_bytes, cmap, HEADER_SIZE + section, block_sectors)
 
 
 def _merge_blocks(blocks: list[ClassRange], limits: Limits) -> list[ClassRange]:

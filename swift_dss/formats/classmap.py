@@ -169,6 +169,36 @@ class ClassMap:
     def with_default(self, default: int) -> ClassMap:
         return ClassMap(default, self.ranges)
 
+    def clipped(self, size: int) -> ClassMap:
+        """This map without what lies beyond an object of ``size`` bytes."""
+        sectors = -(-size // SECTOR)
+        ranges = tuple(
+            ClassRange(r.offset, min(r.end, sectors) - r.offset, r.cls)
+            for r in self.ranges
+            if r.offset < sectors
+        )
+        return ClassMap(self.default, ranges)
+
+    def fitted(self, size: int, block_sectors: int = 0) -> ClassMap:
+        """This map checked against an object of ``size`` bytes, as it is stored.
+
+        The map of a block-based class file (``block_sectors`` > 0) may end in a block that
+        runs past the object's end, as a disk's last allocation unit may: that block covers
+        what is there. A block that starts past the end classifies nothing and is refused.
+        Any other range must lie inside the object.
+        """
+        if block_sectors and self.ranges:
+            sectors = -(-size // SECTOR)
+            end = self.ranges[-1].end
+            if end - block_sectors >= sectors:
+                raise ClassError(
+                    f"{end // block_sectors} blocks of {block_sectors} sectors, the object's"
+                    f" {sectors} sectors need at most {-(-sectors // block_sectors)}"
+                )
+            return self.clipped(size)
+        self.check_size(size)
+        return self
+
 
 # One shared map per class for the maps without ranges (ClassMap is immutable).
 _SINGLE = tuple(ClassMap(c) for c in range(CLASS_SPACE))

@@ -122,6 +122,24 @@ def test_class_change_rides_on_its_request(pair: Pair, op: str, user: str, conta
     assert stored_class(pair, path) == want
 
 
+@pytest.mark.parametrize("how", ["COPY", "X-Copy-From"])
+@pytest.mark.parametrize("user", ALL_USERS)
+def test_copy_with_classes_classifies_the_copy_alone(pair: Pair, user: str, how: str) -> None:
+    # From a container some users may only read to one they may only write: the classes
+    # are the copy's, and reading the source changes nothing about it.
+    source = fresh_object(pair, "c-read")
+    copy = f"c-write/o{next(_names)}"
+    if how == "COPY":
+        method, path, headers = "COPY", source, {"Destination": copy}
+    else:
+        method, path, headers = "PUT", copy, {"X-Copy-From": source}
+    stock = pair.stock.request(user, method, path, headers=headers)
+    dss = pair.dss.request(user, method, path, headers={**headers, "X-DSS-Object-Class": "28"})
+    assert dss.status_code == stock.status_code, (user, dss.text)
+    assert stored_class(pair, source) == "25"
+    assert stored_class(pair, copy) == ("28" if stock.ok else None)
+
+
 @pytest.mark.parametrize("container", CONTAINERS)
 @pytest.mark.parametrize("user", ALL_USERS)
 def test_class_file_put_rides_on_the_put(pair: Pair, user: str, container: str) -> None:

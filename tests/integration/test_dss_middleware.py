@@ -179,7 +179,30 @@ CLASS_FILES = {
         encode_blocks([25, 25, 26, 0, 27], 8, cls_bytes=4),
         {"X-Dss-Object-Class": "0", "X-Dss-Range-Class": "0-16-25,16-8-26,24-8-0,32-8-27"},
     ),
+    # 50,000 bytes are 98 sectors: the second block runs past the end and covers what is there.
+    "block-partial": (
+        encode_blocks([25, 26], 64),
+        {"X-Dss-Object-Class": "0", "X-Dss-Range-Class": "0-64-25,64-34-26"},
+    ),
 }
+
+
+def test_chunked_put_stores_only_the_ranges_the_object_holds(swift: Swift) -> None:
+    # The proxy cannot check ranges against a length it is not told; the object servers
+    # keep what lies inside the 98 sectors received.
+    name, data = new_name(), payload(50_000)
+    resp = swift.request(
+        "PUT",
+        f"c1/{name}",
+        data=iter([data[:20_000], data[20_000:]]),
+        headers={"X-DSS-Object-Class": "27", "X-DSS-Range-Class": "0-4-25,90-20-26,200-8-28"},
+    )
+    assert resp.status_code == 201, resp.text
+    assert classes_of(swift, name) == {
+        "X-Dss-Object-Class": "27",
+        "X-Dss-Range-Class": "0-4-25,90-8-26",
+    }
+    assert swift.request("GET", f"c1/{name}").content == data
 
 
 @pytest.mark.parametrize("kind", sorted(CLASS_FILES))
@@ -266,6 +289,9 @@ def test_reclassification_changes_classes_only(swift: Swift, saio: object, via: 
             assert resp.status_code == (202 if via == "POST" else 200), resp.text
             if via == "GET":
                 assert resp.content == data
+    # Every way of reclassifying answers with the classes now stored.
+    assert resp.headers["X-DSS-Object-Class"] == "0"
+    assert resp.headers["X-DSS-Range-Class"] == "0-2-31"
     after = swift.request("HEAD", f"c1/{name}").headers
     for key in (
         "Etag",

@@ -96,6 +96,21 @@ def test_block_file_matches_blocks(blocks: list[int], blk: int) -> None:
     assert byte_classes(cf.classmap, size) == expected
 
 
+@given(st.lists(classes, max_size=40), st.integers(1, 16), st.integers(0, 40 * 16 * SECTOR))
+def test_block_file_for_an_object_of_any_size(blocks: list[int], blk: int, size: int) -> None:
+    """The last block may run past the object's end; a block starting past it is refused."""
+    sectors = -(-size // SECTOR)
+    data = encode_blocks(blocks, blk)
+    if len(blocks) * blk - blk >= sectors and blocks:
+        with pytest.raises(ClassError, match="need at most"):
+            parse_classfile(data, size=size)
+        return
+    cf, _ = parse_classfile(data, size=size)
+    expected = [c for c in blocks for _ in range(blk)][:sectors]
+    assert byte_classes(cf.classmap, size) == expected + [0] * (sectors - len(expected))
+    assert all(r.end <= sectors for r in cf.classmap.ranges)
+
+
 @settings(max_examples=200)
 @given(classmaps(max_ranges=12), st.integers(0, 40000), st.integers(0, 40000))
 def test_segments_cover_exactly(cmap: ClassMap, offset: int, length: int) -> None:
