@@ -92,8 +92,9 @@ tier-test: setup
 	PROPTEST_RNG_SEED=$(PROPERTY_SEED) $(CARGO) test --release --manifest-path tier/Cargo.toml
 
 # Property tests on fresh random cases: PROPERTY_RUNS draws of the engine's (512 cases
-# each), the Python properties with 2,000 examples each, and 100 random operation
-# sequences per tier mode against a reference directory. A failure prints the case;
+# each), the Python properties with 2,000 examples each, 100 random operation sequences
+# per tier mode against a reference directory, and 300 random request sequences against
+# a cluster. A failure prints the case;
 # proptest also keeps it under tier/crates/dss-engine/proptest-regressions/.
 properties: setup
 	@for i in $$(seq $(PROPERTY_RUNS)); do \
@@ -104,6 +105,8 @@ properties: setup
 	$(VENV)/bin/pytest -q --hypothesis-profile explore $(PROPERTY_TESTS)
 	TIER_OPS_EXAMPLES=100 TIER_OPS_SHRINK=1 $(VENV)/bin/pytest -q --hypothesis-profile explore \
 		tests/integration/test_tier_random_ops.py
+	HTTP_OPS_EXAMPLES=300 HTTP_OPS_SHRINK=1 $(VENV)/bin/pytest -q --hypothesis-profile explore \
+		tests/integration/test_http_random_ops.py
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit
