@@ -7,6 +7,10 @@
 - ``PORT``, a TCP port or 0 for any, checked before a cluster starts.
 - ``CONTAINER``, a Swift container name: Swift would read a ``/`` in it as the start of
   the object's name, and answer a PUT into a container that does not exist (404).
+- ``OBJECT``, a Swift object name: an empty one would make the request the container's
+  (a HEAD of the container answers 200, and its "classes" would be printed).
+- ``OutputFile``, a file to download into: its directory is checked before the download,
+  so that a bad path fails at once and names itself, not the download's temporary file.
 - ``POSITIVE``, for the scales, factors and timeouts: a finite number above zero. click's
   ``FloatRange`` lets ``nan`` and ``inf`` through, and those end in a traceback (a count
   of nan) or a run that never ends (a duration of inf).
@@ -76,3 +80,40 @@ class ContainerName(click.ParamType):
 
 
 CONTAINER = ContainerName()
+
+
+class ObjectName(click.ParamType):
+    """A non-empty object name."""
+
+    name = "object"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not value:
+            self.fail("an object name may not be empty", param, ctx)
+        return value
+
+
+OBJECT = ObjectName()
+
+
+class OutputFile(click.Path):
+    """A file this process can create, or '-' for standard output."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, allow_dash=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        value = super().convert(value, param, ctx)
+        if value == "-":
+            return value
+        parent = Path(value).absolute().parent
+        if not parent.is_dir():
+            self.fail(f"cannot write {value}: {parent} is not a directory", param, ctx)
+        # A file made and removed, for the reason OutputDir makes a directory.
+        try:
+            fd, made = tempfile.mkstemp(prefix=".dss-out-", dir=parent)
+            os.close(fd)
+            os.unlink(made)
+        except OSError as err:
+            self.fail(f"cannot write in {parent}: {err.strerror or err}", param, ctx)
+        return value

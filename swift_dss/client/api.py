@@ -383,13 +383,22 @@ class DssClient:
 
     @staticmethod
     def _write_atomically(dest: Path, chunks: Iterator[bytes], md5: Any) -> None:
-        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=f".{dest.name}.", suffix=".part")
+        try:
+            fd, tmp = tempfile.mkstemp(
+                dir=dest.parent or ".", prefix=f".{dest.name}.", suffix=".part"
+            )
+        except OSError as e:
+            # Named by the file asked for: the temporary one is ours, not the caller's.
+            raise DssError(f"cannot write {dest}: {e.strerror or e}") from None
         try:
             with os.fdopen(fd, "wb") as out:
                 for chunk in chunks:
                     md5.update(chunk)
                     out.write(chunk)
             os.replace(tmp, dest)
+        except OSError as e:
+            Path(tmp).unlink(missing_ok=True)
+            raise DssError(f"cannot write {dest}: {e.strerror or e}") from None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

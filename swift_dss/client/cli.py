@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 import click
 
-from swift_dss.cli_types import CONTAINER
+from swift_dss.cli_types import CONTAINER, OBJECT, OutputFile
 from swift_dss.client.auth import AuthOptionError, SwiftAuth, auth_options
 from swift_dss.client.classes import class_headers, parse_classes
 from swift_dss.formats import (
@@ -100,7 +100,9 @@ def _object_name(path: str) -> str:
     show_default=True,
     help="Send classes as X-DSS-* headers or as a class file before the data.",
 )
-@click.option("--name", help="Object name (one FILE only; default: the path as given).")
+@click.option(
+    "--name", type=OBJECT, help="Object name (one FILE only; default: the path as given)."
+)
 @auth_options
 def upload(
     container: str,
@@ -146,11 +148,11 @@ def upload(
 
 @click.command()
 @click.argument("container", type=CONTAINER)
-@click.argument("object_name", metavar="OBJECT")
+@click.argument("object_name", metavar="OBJECT", type=OBJECT)
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=OutputFile(),
     help="File to write ('-': standard output; default: the object's last name part).",
 )
 @auth_options
@@ -173,7 +175,7 @@ def download(container: str, object_name: str, output: str | None, auth: SwiftAu
 
 @click.command()
 @click.argument("container", type=CONTAINER)
-@click.argument("object_name", metavar="OBJECT")
+@click.argument("object_name", metavar="OBJECT", type=OBJECT)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @auth_options
 def classes(container: str, object_name: str, as_json: bool, auth: SwiftAuth) -> None:
@@ -189,7 +191,7 @@ def classes(container: str, object_name: str, as_json: bool, auth: SwiftAuth) ->
 
 @click.command()
 @click.argument("container", type=CONTAINER)
-@click.argument("object_name", metavar="OBJECT")
+@click.argument("object_name", metavar="OBJECT", type=OBJECT)
 @click.option("--class", "object_class", type=CLASS, help="Class of the whole object.")
 @click.option("--range-class", metavar="SPEC", help="Ranges: OFFSET-LENGTH-CLASS[,...] (sectors).")
 @click.option(

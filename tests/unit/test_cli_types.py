@@ -129,3 +129,36 @@ def test_a_container_name_with_a_slash_or_none_is_refused(
     result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
     assert result.exit_code == 2, result.output
     assert f"{container!r} is not a container name" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["download", "c", ""],
+        ["classes", "c", ""],
+        ["reclassify", "c", "", "--class", "25"],
+        ["upload", "c", "FILE", "--name", ""],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_empty_object_name_is_refused(args: list[str], regular_file: Path) -> None:
+    # Swift would take the request for the container's: its HEAD answers 200.
+    args = [str(regular_file) if a == "FILE" else a for a in args]
+    result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
+    assert result.exit_code == 2, result.output
+    assert "an object name may not be empty" in result.output
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [("/proc/nope", "cannot write in /proc"), ("FILE/x", "is not a directory")],
+)
+def test_a_download_target_that_cannot_be_written_is_refused_first(
+    output: str, reason: str, regular_file: Path
+) -> None:
+    # Checked before any request: the auth URL here answers nothing.
+    output = output.replace("FILE", str(regular_file))
+    args = ["download", "c", "o", "-o", output]
+    result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
+    assert result.exit_code == 2, result.output
+    assert reason in result.output

@@ -489,3 +489,10 @@ def test_api_takes_the_cli_auth_options(
     with DssClient(server.auth_url, "test:tester", "testing", retries=0) as c:
         assert c.request("HEAD", "nothere").status == 404  # 404, not 401
     assert _logins(server) == before + 1
+
+
+@pytest.mark.parametrize("dest", ["/proc/nope", "/nonexistent-dir/x"])
+def test_a_download_that_cannot_be_written_names_the_file_asked_for(dest: str) -> None:
+    with pytest.raises(DssError, match=f"cannot write {dest}: ") as err:
+        DssClient._write_atomically(Path(dest), iter([b"data"]), hashlib.md5())
+    assert ".part" not in str(err.value)
