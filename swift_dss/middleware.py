@@ -90,7 +90,7 @@ from swift.common.swob import (
     Response,
     wsgi_to_str,
 )
-from swift.common.utils import config_true_value, get_logger, list_from_csv
+from swift.common.utils import get_logger, list_from_csv
 from swift.common.wsgi import make_pre_authed_request, make_subrequest
 
 from swift_dss.classed_response import (
@@ -111,6 +111,7 @@ from swift_dss.formats import (
     classmap_from_headers,
     classmap_to_headers,
     from_sysmeta,
+    parse_flag,
     read_classfile,
     to_sysmeta,
 )
@@ -235,12 +236,7 @@ class DssMiddleware:
         return authorize_as_proxy(req.environ, self.app, SWIFT_SOURCE, method)
 
     def _fit(
-        self,
-        req: Request,
-        cmap: ClassMap,
-        current: Response,
-        may_read: bool,
-        block_sectors: int = 0,
+        self, req: Request, cmap: ClassMap, current: Response, may_read: bool, blk: int = 0
     ) -> ClassMap:
         """``cmap`` checked against the object's size (see ``ClassMap.fitted``). A caller who
         may not read the object learns nothing of its size: what lies beyond the end is
@@ -249,7 +245,7 @@ class DssMiddleware:
         if size is None:
             return cmap
         try:
-            return cmap.fitted(size, block_sectors)
+            return cmap.fitted(size, blk)
         except ClassError as err:
             if may_read or not self._denied(req, "HEAD"):
                 raise self._error(err, req) from None
@@ -272,15 +268,19 @@ class DssMiddleware:
 
     def handle_put(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         env = req.environ
-        if config_true_value(env.get(ENV_CLASS_FILE)):
+        try:
+            class_file = parse_flag(env.get(ENV_CLASS_FILE), CLASS_FILE)
+            object_file = parse_flag(env.get(ENV_OBJECT_FILE), OBJECT_FILE)
+        except ClassError as err:
+            # After the write check, as for every class header.
+            raise self._denied(req) or self._error(err, req) from None
+        if class_file:
             return self.put_class_file(req, account, start_response)
-        object_file = config_true_value(env.get(ENV_OBJECT_FILE))
         if not object_file and not _has_classes(env):
             # Sysmeta a COPY or versioning subrequest brought along stays: the copy keeps
             # the source's classes.
             return self.app(env, start_response)
-        # As in the proxy: a caller who may not write hears that before anything about
-        # the classes.
+        # As in the proxy: a caller who may not write hears that before anything else.
         denial = self._denied(req)
         if denial is not None:
             return denial(env, start_response)
@@ -369,7 +369,7 @@ class DssMiddleware:
         current = self._head(req)
         if not is_success(current.status_int):
             return status_response(current, req)(req.environ, start_response)
-        cmap = self._fit(req, cmap, current, may_read=False, block_sectors=cf.block_sectors)
+        cmap = self._fit(req, cmap, current, may_read=False, blk=cf.block_sectors)
         return self.reclassify(req, cmap, current)(req.environ, start_response)
 
     # -- POST and reclassification ------------------------------------------------------

@@ -24,6 +24,7 @@ from swift_dss.formats.headers import (
     classmap_from_headers,
     classmap_to_headers,
     format_range_class,
+    parse_flag,
     parse_object_class,
     parse_range_class,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "format_range_class",
     "from_sysmeta",
     "parse_classfile",
+    "parse_flag",
     "parse_object_class",
     "parse_range_class",
     "read_classfile",

@@ -18,6 +18,22 @@ _NUMBER = re.compile(r"[0-9]{1,10}")
 _RANGE = re.compile(r"\s*([0-9]{1,10})-([0-9]{1,10})-([0-9]{1,10})\s*")
 
 
+#: The words Swift's config_true_value takes as true, and their opposites.
+_TRUE = frozenset(("true", "1", "yes", "on", "t", "y"))
+_FALSE = frozenset(("false", "0", "no", "off", "f", "n"))
+
+
+def parse_flag(value: str | None, header: str) -> bool:
+    """A true-or-false header (absent: false). Anything else is refused, not taken as
+    false: a class file taken for data would be stored as the object's first bytes."""
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ClassError(f"{header} is {value[:40]!r}: give true or false")
+
+
 def parse_number(text: str, what: str) -> int:
     text = text.strip()
     if not _NUMBER.fullmatch(text):

@@ -58,6 +58,9 @@ CASES = [
         "limit is 8000",
     ),
     ("object file empty", "PUT", {"X-DSS-Object-File": "True"}, b"", 400, "truncated"),
+    # Taken as false, the class file would be stored as the object's first bytes.
+    ("object file flag", "PUT", {"X-DSS-Object-File": "Tru"}, DATA, 400, "true or false"),
+    ("class file flag", "PUT", {"X-DSS-Class-File": ""}, DATA, 400, "true or false"),
     ("object file magic", "PUT", {"X-DSS-Object-File": "True"}, b"XX" + bytes(15), 400, "magic"),
     (
         "object file version",

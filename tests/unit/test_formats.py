@@ -28,6 +28,7 @@ from swift_dss.formats import (
     encode_ranges,
     from_sysmeta,
     parse_classfile,
+    parse_flag,
     to_sysmeta,
 )
 from swift_dss.formats.sysmeta import PIECE
@@ -287,3 +288,19 @@ def test_sysmeta_read_from_a_request_environ(cmap: ClassMap) -> None:
     req = Request.blank("/v1/a/c/o", headers=to_sysmeta(cmap))
     assert from_sysmeta(EnvironHeaders(req.environ)) == cmap
     assert from_sysmeta(EnvironHeaders(Request.blank("/v1/a/c/o").environ)) is None
+
+
+@pytest.mark.parametrize("value", ["True", "true", " 1", "yes", "ON", "t", "Y"])
+def test_flag_true(value: str) -> None:
+    assert parse_flag(value, "X-DSS-Object-File") is True
+
+
+@pytest.mark.parametrize("value", [None, "False", "0", "no", "off", "F", "n"])
+def test_flag_false(value: str | None) -> None:
+    assert parse_flag(value, "X-DSS-Object-File") is False
+
+
+@pytest.mark.parametrize("value", ["", "Tru", "2", "yes please", "\u00e9"])
+def test_flag_neither_is_refused(value: str) -> None:
+    with pytest.raises(ClassError, match=r"X-DSS-Object-File is .*: give true or false"):
+        parse_flag(value, "X-DSS-Object-File")
