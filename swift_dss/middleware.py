@@ -273,7 +273,7 @@ class DssMiddleware:
             object_file = parse_flag(env.get(ENV_OBJECT_FILE), OBJECT_FILE)
         except ClassError as err:
             # After the write check, as for every class header.
-            raise self._denied(req) or self._error(err, req) from None
+            return (self._denied(req) or self._error(err, req))(env, start_response)
         if class_file:
             return self.put_class_file(req, account, start_response)
         if not object_file and not _has_classes(env):

@@ -142,6 +142,18 @@ def test_copy_with_classes_classifies_the_copy_alone(pair: Pair, user: str, how:
 
 @pytest.mark.parametrize("container", CONTAINERS)
 @pytest.mark.parametrize("user", ALL_USERS)
+def test_a_malformed_flag_is_refused_after_the_write_check(
+    pair: Pair, user: str, container: str
+) -> None:
+    path = fresh_object(pair, container)
+    stock = pair.stock.request(user, "PUT", path, data=b"z")
+    dss = pair.dss.request(user, "PUT", path, data=b"z", headers={"X-DSS-Object-File": "maybe"})
+    assert dss.status_code == (400 if stock.ok else stock.status_code), dss.text
+    assert stored_class(pair, path) == "25"
+
+
+@pytest.mark.parametrize("container", CONTAINERS)
+@pytest.mark.parametrize("user", ALL_USERS)
 def test_class_file_put_rides_on_the_put(pair: Pair, user: str, container: str) -> None:
     path = fresh_object(pair, container)
     stock = pair.stock.request(user, "PUT", path + "-probe", data=b"z")
