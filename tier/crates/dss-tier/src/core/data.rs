@@ -216,6 +216,10 @@ impl Core {
             if pos == w.end() {
                 break Ok(());
             }
+            if place == Place::New && inner.stalled_at == Some(inner.cleaned_batches) {
+                place = Place::Around;
+                continue;
+            }
             if place == Place::New {
                 place = Place::Queued(inner.next_waiter);
                 inner.room_queue.push_back(inner.next_waiter);
@@ -228,6 +232,7 @@ impl Core {
                 moved = (Instant::now(), now.0, now.1);
             } else if moved.0.elapsed() >= self.patience {
                 // Nothing moved for that long: leave the queue and write around.
+                g.stalled_at = Some(g.cleaned_batches);
                 self.leave_room_queue(&mut g, place);
                 place = Place::Around;
             }

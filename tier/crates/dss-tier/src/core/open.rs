@@ -166,6 +166,7 @@ impl Core {
             hdd_dirty: HashSet::new(),
             cleaned_batches: 0,
             cleaned_at: 0,
+            stalled_at: None,
             room_queue: Default::default(),
             next_waiter: 0,
             meta_memory: MetaMemory::new((meta_memory / bs) as usize),

@@ -63,6 +63,10 @@ pub(super) struct Inner {
     /// them was durable: a writer waiting for room (`Cache::must_wait`) waits for both.
     pub(super) cleaned_batches: u64,
     pub(super) cleaned_at: u64,
+    /// `cleaned_batches` when a writer last waited its whole patience for room in vain.
+    /// While no batch has cleaned since, write-back is failing (a full HDD) and the
+    /// writers after it go around the cache at once instead of each waiting as long.
+    pub(super) stalled_at: Option<u64>,
     /// Writers waiting for room, first come first served (ids from `next_waiter`): the
     /// entries a write-back batch frees go to the longest waiting writer, not to whichever
     /// thread wakes first, so that no request starves while others go on.

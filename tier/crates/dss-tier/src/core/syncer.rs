@@ -96,14 +96,20 @@ impl Core {
         let mut files: Vec<u64> = victims.iter().map(|v| v.key.file).collect();
         files.dedup();
         let t = t.max(as_writeback(inner, |inner| self.hdd_synced(inner, files)));
+        let mut cleaned = false;
         for (v, ok) in victims.iter().zip(&results) {
             inner.cache.clean_done(v, *ok && synced);
+            cleaned |= *ok && synced;
         }
         let n = victims.len();
         inner.victims = victims;
         self.commit(inner, None)?;
         let journalled = self.gc(inner)?;
-        inner.cleaned_batches += 1;
+        if cleaned {
+            // Only a batch that made room is progress to the writers waiting for it: one
+            // that failed (a full or failing HDD) must let their patience run out.
+            inner.cleaned_batches += 1;
+        }
         inner.cleaned_at = inner.cleaned_at.max(t.max(journalled));
         self.room.notify_all();
         match first_err {

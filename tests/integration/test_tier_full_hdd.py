@@ -1,0 +1,107 @@
+"""A tier whose HDD fills up: writes fail with ENOSPC, none hangs, and what the tier
+acknowledged stays readable, across a remount too.
+
+With a write-back cache, a full HDD makes every write-back fail. The dirty blocks then
+fill the cache, and a writer that needs room waits for write-back that never makes any.
+It must give up after its patience (10 s) and write around the cache, which fails on the
+HDD with ENOSPC; the writers after it must not each wait as long again.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from swift_dss.dssio import get_backend
+from tests.integration.tier_helpers import (  # noqa: F401
+    MakeTier,
+    Tier,
+    force_unmount,
+    make_tier,
+    tiers,
+    tmpfs,
+)
+
+pytestmark = pytest.mark.integration
+
+TIER = get_backend("tier")
+MIB = 1 << 20
+#: More than the 4 MiB HDD and the 8 MiB cache hold between them.
+FILES = 24
+
+
+def write_file(path: Path, cls: int, body: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        assert TIER.pdwrite(fd, cls, body, 0) == len(body)
+        os.fsync(fd)
+    finally:
+        TIER.release(fd)
+        os.close(fd)
+
+
+def fill(t: Tier) -> tuple[dict[str, bytes], list[int]]:
+    """Write FILES files of 1 MiB; returns those acknowledged and the errnos of the rest.
+    A write that hangs fails the test: the daemon is killed so that it returns."""
+    acknowledged: dict[str, bytes] = {}
+    failed: list[int] = []
+
+    def run() -> None:
+        for i in range(FILES):
+            name, body = f"f{i}", os.urandom(MIB)
+            try:
+                write_file(t.mnt / name, 25 if i % 2 else 29, body)
+                acknowledged[name] = body
+            except OSError as e:
+                failed.append(e.errno or 0)
+
+    writer = threading.Thread(target=run)
+    writer.start()
+    writer.join(timeout=180)
+    if writer.is_alive():
+        t.kill()
+        writer.join()
+        pytest.fail(f"a write still waited after {len(acknowledged) + len(failed)} files")
+    return acknowledged, failed
+
+
+def assert_readable(t: Tier, files: dict[str, bytes]) -> None:
+    for name, body in files.items():
+        assert (t.mnt / name).read_bytes() == body, name
+
+
+@pytest.mark.parametrize("mode", ["dss", "lru", "hdd"])
+def test_a_full_hdd_fails_writes_and_keeps_what_was_acknowledged(
+    make_tier: MakeTier,  # noqa: F811
+    mode: str,
+) -> None:
+    t = make_tier()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(t.hdd)], check=True)
+    try:
+        t.mount(cache_size="8MiB", mode=mode)
+        acknowledged, failed = fill(t)
+        assert acknowledged, "nothing was written before the HDD filled"
+        assert failed and set(failed) == {errno.ENOSPC}, failed
+        assert t.proc.poll() is None, t.log.read_text()
+        assert_readable(t, acknowledged)
+        # Room again: the next write is acknowledged, and write-back goes on.
+        for name in list(acknowledged)[: len(acknowledged) // 2 + 1]:
+            os.unlink(t.mnt / name)
+            del acknowledged[name]
+        acknowledged["after"] = os.urandom(MIB // 2)
+        write_file(t.mnt / "after", 25, acknowledged["after"])
+        assert_readable(t, acknowledged)
+        # A kill keeps in the journal what the full HDD could not take.
+        t.kill()
+        t.mount(cache_size="8MiB", mode=mode)
+        assert_readable(t, acknowledged)
+        # The files whose write failed are there too, as open(O_CREAT) made them.
+        assert set(acknowledged) <= {p.name for p in t.mnt.iterdir()}
+    finally:
+        t.kill()
+        force_unmount(t.hdd)
