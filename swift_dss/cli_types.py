@@ -43,13 +43,19 @@ class OutputDir(click.Path):
             existing = existing.parent
         if not existing.is_dir():
             self.fail(f"cannot create {path}: {existing} is not a directory", param, ctx)
-        # A directory made and removed, because access() says yes to root on /proc, where
-        # none can be made.
-        try:
-            os.rmdir(tempfile.mkdtemp(prefix=".dss-out-", dir=existing))
-        except OSError as err:
-            self.fail(f"cannot write in {existing}: {err.strerror or err}", param, ctx)
+        if error := _write_error(existing):
+            self.fail(error, param, ctx)
         return path
+
+
+def _write_error(directory: Path) -> str | None:
+    """Why nothing can be made in ``directory``, or None. A directory is made and removed,
+    because access() says yes to root on /proc, where none can be made."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".dss-out-", dir=directory))
+    except OSError as err:
+        return f"cannot write in {directory}: {err.strerror or err}"
+    return None
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -109,11 +115,6 @@ class OutputFile(click.Path):
         parent = Path(value).absolute().parent
         if not parent.is_dir():
             self.fail(f"cannot write {value}: {parent} is not a directory", param, ctx)
-        # A file made and removed, for the reason OutputDir makes a directory.
-        try:
-            fd, made = tempfile.mkstemp(prefix=".dss-out-", dir=parent)
-            os.close(fd)
-            os.unlink(made)
-        except OSError as err:
-            self.fail(f"cannot write in {parent}: {err.strerror or err}", param, ctx)
+        if error := _write_error(parent):
+            self.fail(error, param, ctx)
         return value

@@ -56,11 +56,13 @@ from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileReader, DiskFi
 from swift_dss import dssio
 from swift_dss.formats import ClassError, ClassMap, from_sysmeta, sysmeta_keys, to_sysmeta
 from swift_dss.formats.sysmeta import CLASS_KEY, EnvironHeaders, HeaderSource
+from swift_dss.object_head import SLO_SIZE
 
 BACKEND_NAMES = ("auto", "tier", "kernel", "none", "record")
 UNCLASSIFIED = ClassMap()
 _OVERRIDE_PREFIX = "dssio_backend_"
-_MANIFEST_KEYS = frozenset(("x-object-manifest", "x-object-sysmeta-slo-size"))
+#: Metadata of a manifest, whose ranges refer to the large object it stands for.
+_MANIFEST_KEYS = frozenset(("x-object-manifest", SLO_SIZE.lower()))
 
 
 def _case_insensitive(metadata: Mapping[str, str]) -> HeaderSource | None:
@@ -292,7 +294,6 @@ class ClassifiedDiskFileWriter(DiskFileWriter):
         # PUT of known length; a block-based file's last block is clipped the same way.
         cmap = self._classes
         if not cmap.ranges or any(k.lower() in _MANIFEST_KEYS for k in metadata):
-            # A manifest's ranges refer to the large object it stands for.
             return
         fitted = cmap.clipped(self._upload_size)
         if fitted != cmap:
