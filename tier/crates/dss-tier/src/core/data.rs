@@ -216,11 +216,11 @@ impl Core {
             if pos == w.end() {
                 break Ok(());
             }
-            if place == Place::New && inner.stalled_at == Some(inner.cleaned_batches) {
-                place = Place::Around;
-                continue;
-            }
             if place == Place::New {
+                if inner.stalled_at == Some(inner.cleaned_batches) {
+                    place = Place::Around;
+                    continue;
+                }
                 place = Place::Queued(inner.next_waiter);
                 inner.room_queue.push_back(inner.next_waiter);
                 inner.next_waiter += 1;

@@ -121,11 +121,12 @@ impl Core {
                         // Only its anchor names it: its last name went while it was
                         // still open, and the handles died with the daemon. Nothing can
                         // reach it again, and its inode goes with the anchor.
-                        if f.metadata()?.nlink() <= 1 {
+                        let md = f.metadata()?;
+                        if md.nlink() <= 1 {
                             return Err(io::Error::from(io::ErrorKind::NotFound));
                         }
                         let end = rec.key.index * bs + u64::from(rec.valid);
-                        if f.metadata()?.len() < end {
+                        if md.len() < end {
                             f.set_len(end)?;
                         }
                         Ok(())

@@ -96,11 +96,10 @@ impl Core {
         let mut files: Vec<u64> = victims.iter().map(|v| v.key.file).collect();
         files.dedup();
         let t = t.max(as_writeback(inner, |inner| self.hdd_synced(inner, files)));
-        let mut cleaned = false;
         for (v, ok) in victims.iter().zip(&results) {
             inner.cache.clean_done(v, *ok && synced);
-            cleaned |= *ok && synced;
         }
+        let cleaned = synced && results.contains(&true);
         let n = victims.len();
         inner.victims = victims;
         self.commit(inner, None)?;
