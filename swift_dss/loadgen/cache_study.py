@@ -37,6 +37,7 @@ from swift_dss.loadgen.payload import PayloadSource
 from swift_dss.loadgen.plan import Request
 from swift_dss.loadgen.protocols import Protocol
 from swift_dss.loadgen.report import write_csv
+from swift_dss.loadgen.sweep import MAX_SIZE
 from swift_dss.sizes import format_size
 
 
@@ -58,6 +59,12 @@ class StudyConfig:
     timeout: float = 120.0
     container: str = "dss-cache-study"
     seed: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.chunk_sizes or not all(0 < cs <= MAX_SIZE for cs in self.chunk_sizes):
+            raise ValueError(f"chunk sizes take 1 byte to {format_size(MAX_SIZE)}, e.g. 64KiB,1MiB")
+        if len(set(self.chunk_sizes)) != len(self.chunk_sizes):
+            raise ValueError("chunk sizes are each given once")
 
 
 def synthetic_trace(
@@ -89,17 +96,42 @@ def synthetic_trace(
     return sizes, trace
 
 
+_OPS = {"r": "r", "read": "r", "w": "w", "write": "w"}
+_LINE = "op,file,offset,length (op r or w, offset from 0, length from 1)"
+
+
 def read_trace(path: Path) -> tuple[dict[int, int], list[Access]]:
+    """The accesses of a CSV trace; files are named as the trace names them (numbers or not)."""
     sizes: dict[int, int] = {}
+    files: dict[str, int] = {}
     trace = []
-    with open(path) as f:
-        for row in csv.reader(f):
-            if not row or row[0].startswith("#") or row[0] == "op":
-                continue
-            a = Access(row[0].strip().lower()[0], int(row[1]), int(row[2]), int(row[3]))
-            trace.append(a)
-            sizes[a.file] = max(sizes.get(a.file, 0), a.offset + a.length)
+    with open(path, newline="") as f:
+        try:
+            rows = list(csv.reader(f))
+        except (UnicodeDecodeError, csv.Error) as err:
+            raise ValueError(f"{path} is not a CSV text file: {err}") from err
+    for line, row in enumerate(rows, 1):
+        if not row or row[0].strip().startswith("#") or row[0].strip() == "op":
+            continue
+        a = _access(row, files)
+        if a is None:
+            raise ValueError(f"{path} line {line}: {','.join(row)!r} is not {_LINE}")
+        trace.append(a)
+        sizes[a.file] = max(sizes.get(a.file, 0), a.offset + a.length)
+    if not trace:
+        raise ValueError(f"{path} has no accesses (op,file,offset,length lines)")
     return sizes, trace
+
+
+def _access(row: list[str], files: dict[str, int]) -> Access | None:
+    if len(row) != 4:
+        return None
+    op, name, offset, length = (field.strip() for field in row)
+    if op.lower() not in _OPS or not name or not offset.isdigit() or not length.isdigit():
+        return None
+    if int(length) == 0:
+        return None
+    return Access(_OPS[op.lower()], files.setdefault(name, len(files)), int(offset), int(length))
 
 
 class _Latencies:
