@@ -9,8 +9,9 @@
   the object's name, and answer a PUT into a container that does not exist (404).
 - ``OBJECT``, a Swift object name: an empty one would make the request the container's
   (a HEAD of the container answers 200, and its "classes" would be printed).
-- ``OutputFile``, a file to download into: its directory is checked before the download,
-  so that a bad path fails at once and names itself, not the download's temporary file.
+- ``OutputFile``, a file to download or write a class file into: its directory is checked
+  before the download, so that a bad path fails at once and names itself, not the
+  download's temporary file.
 - ``POSITIVE``, for the scales, factors and timeouts: a finite number above zero. click's
   ``FloatRange`` lets ``nan`` and ``inf`` through, and those end in a traceback (a count
   of nan) or a run that never ends (a duration of inf).

@@ -247,7 +247,8 @@ def classify(
         rows = []
         for f in files:
             if nbytes is None and not Path(f).is_file():
-                raise click.UsageError(f"{f}: no such file (give --size to classify a name)")
+                what = "not a regular file" if Path(f).exists() else "no such file"
+                raise click.UsageError(f"{f}: {what} (give --size to classify a name)")
             try:
                 cls, why = classifier.explain(f, nbytes)
             except ValueError as e:
@@ -288,7 +289,7 @@ def _parse_blocks(text: str) -> list[int]:
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=OutputFile(),
     help="File to write ('-': standard output).",
 )
 def encode(

@@ -110,6 +110,14 @@ def test_encode_needs_output() -> None:
     assert_usage_error(run("classfile", "encode", "--object", "1"), "-o")
 
 
+def test_encode_refuses_an_unwritable_output_before_encoding(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    out = blocker / "x.cls"
+    r = run("classfile", "encode", "--object", "1", "-o", str(out))
+    assert_usage_error(r, f"cannot write {out}", "not a directory")
+
+
 @pytest.mark.parametrize(
     ("data", "words"),
     [
@@ -158,6 +166,7 @@ def test_classify_names_with_size() -> None:
     ("args", "words"),
     [
         (["no/such/file.jpg"], ["no such file", "--size"]),
+        (["/"], ["/: not a regular file", "--size"]),
         (["--size", "lots", "a.jpg"], ["lots"]),
         (["--scheme", "nope", "--size", "1", "a.jpg"], ["nope"]),
         (["--policy", "no-such-policy", "--size", "1", "a.jpg"], ["no-such-policy"]),
