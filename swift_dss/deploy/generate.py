@@ -34,6 +34,7 @@ from swift_dss.deploy.swift_config import (
     timed_proxy,
     timed_server,
 )
+from swift_dss.deploy.tempauth import tempauth_options
 
 #: Storage node daemons: (unit name, console script, config file).
 STORAGE_DAEMONS = (
@@ -104,7 +105,7 @@ def proxy_configs(
     inv: Inventory, proxy: ProxyNode, paths: NodePaths, bind_ip: str | None = None
 ) -> dict[str, str]:
     """swift.conf and proxy-server.conf of PROXY."""
-    users = {f"user_{k.replace(':', '_')}": v for k, v in inv.tempauth_users.items()}
+    users = tempauth_options(inv.tempauth_users)
     values = {
         **_common(inv, paths, proxy.name),
         "workers": ini_value(inv.cluster.proxy_workers or inv.cluster.workers),

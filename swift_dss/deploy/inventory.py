@@ -7,6 +7,7 @@ The format (YAML) is documented in docs/deployment.md; `load_inventory` turns a 
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,26 @@ from typing import Any
 
 import yaml
 
+from swift_dss.deploy.tempauth import tempauth_options
+from swift_dss.formats import ClassError, Limits
+from swift_dss.formats.headers import parse_flag
+from swift_dss.settable_classes import SettableClasses
+from swift_dss.tierctl.options import (
+    META_WRITES,
+    cache_size_bytes,
+    meta_memory_error,
+    model_error,
+)
+
 #: Swift's customary ports; each storage node runs all three servers.
 DEFAULT_PORTS = {"account": 6202, "container": 6201, "object": 6200}
 TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+#: A Unix user name as Debian's adduser takes it (NAME_REGEX), upper case allowed.
+_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\$?$")
+#: The settings a tiered device's dss-tier unit is made from (generate.tier_command).
+TIER_KEYS = ("mode", "cache_size", "policy", "ssd_model", "hdd_model", "meta_memory",
+             "meta_writes", "warm")  # fmt: skip
 
 
 class InventoryError(Exception):
@@ -142,6 +159,13 @@ def _fields(cls: type, data: Any, what: str, required: tuple[str, ...] = ()) -> 
     return dict(data)
 
 
+def _text(value: Any, what: str) -> str:
+    """A single YAML value as text: a string, or a number YAML read as one."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InventoryError(f"{what} must be a single text value, not {value!r}")
+    return str(value)
+
+
 def _ip(value: Any, what: str) -> str:
     try:
         return str(ipaddress.ip_address(str(value)))
@@ -165,15 +189,22 @@ def parse_device(data: Any, what: str) -> Device:
     if isinstance(data, str):
         data = {"name": data}
     raw = _fields(Device, data, what, ("name",))
+    weight = raw.get("weight", 100.0)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
+        raise InventoryError(f"{what}: weight must be a number, not {weight!r}")
     dev = Device(
         name=_name(raw["name"], what),
-        weight=float(raw.get("weight", 100.0)),
+        weight=float(weight),
         ssd=None if raw.get("ssd") is None else str(raw["ssd"]),
         hdd=None if raw.get("hdd") is None else str(raw["hdd"]),
         tier=_strings(raw.get("tier"), f"{what}.tier"),
     )
     if (dev.ssd is None) != (dev.hdd is None):
         raise InventoryError(f"{what}: a tiered device needs both ssd and hdd paths")
+    if dev.tier and not dev.tiered:
+        raise InventoryError(f"{what}: tier settings need a tiered device (ssd and hdd paths)")
+    if reason := _tier_error(dev.tier):
+        raise InventoryError(f"{what}.tier: {reason}")
     for path in (dev.ssd, dev.hdd):
         if path is not None and not path.startswith("/"):
             raise InventoryError(f"{what}: {path!r} must be an absolute path")
@@ -235,7 +266,22 @@ def parse_cluster(data: Any) -> Cluster:
                 raise InventoryError(f"cluster.{key} must be true or false")
             setattr(cluster, key, value)
         else:
-            setattr(cluster, key, str(value))
+            setattr(cluster, key, _text(value, f"cluster.{key}"))
+    for key in ("swift_dir", "devices_root", "bin_dir"):
+        if not getattr(cluster, key).startswith("/"):
+            raise InventoryError(
+                f"cluster.{key} must be an absolute path, not {getattr(cluster, key)!r}"
+            )
+    if not _USER.match(cluster.user):
+        raise InventoryError(f"cluster.user {cluster.user!r} is not a user name")
+    for key in ("workers", "proxy_workers"):
+        value = getattr(cluster, key)
+        if not (value == "auto" or value.isdigit() or (key == "proxy_workers" and not value)):
+            raise InventoryError(f"cluster.{key} must be auto or a whole number, not {value!r}")
+    for server in cluster.memcache_servers:
+        host, _, port = server.rpartition(":")
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise InventoryError(f"cluster.memcache_servers: {server!r} is not HOST:PORT")
     if cluster.replicas < 1:
         raise InventoryError("cluster.replicas must be at least 1")
     if not 1 <= cluster.part_power <= 24:
@@ -287,17 +333,53 @@ def validate(inv: Inventory) -> None:
             f"{inv.cluster.replicas} replicas need as many zones; the inventory has {len(zones)}"
         )
     if any(dev.tiered for _, dev in devices):
-        mode = inv.tier.get("mode", "dss")
-        if mode not in TIER_MODES:
-            raise InventoryError(f"tier.mode {mode!r} is not one of {', '.join(TIER_MODES)}")
         for key in ("cache_size", "policy"):
             if key not in inv.tier and not all(key in d.tier for _, d in devices if d.tiered):
                 raise InventoryError(f"tiered devices need tier.{key}")
+    if reason := _tier_error(inv.tier):
+        raise InventoryError(f"tier: {reason}")
+    try:
+        SettableClasses(inv.dss, Limits.from_conf(inv.dss))
+    except ValueError as err:
+        raise InventoryError(f"dss: {err}") from None
+    try:
+        tempauth_options(inv.tempauth_users)
+    except ValueError as err:
+        raise InventoryError(f"tempauth_users: {err}") from None
     if not inv.cluster.hash_path_prefix and not inv.cluster.hash_path_suffix:
         raise InventoryError(
             "cluster.hash_path_prefix/suffix are required: a secret shared by every node "
             "(e.g. `openssl rand -hex 16`), never changed once objects are stored"
         )
+
+
+def _tier_error(settings: dict[str, str]) -> str | None:
+    """Why SETTINGS cannot make a dss-tier command line, if they cannot: what dss-tier
+    itself would refuse at a node's start, found on the admin host instead."""
+    unknown = sorted(set(settings) - set(TIER_KEYS))
+    if unknown:
+        return f"unknown key {unknown[0]!r} (known: {', '.join(TIER_KEYS)})"
+    if settings.get("mode", "dss") not in TIER_MODES:
+        return f"mode {settings['mode']!r} is not one of {', '.join(TIER_MODES)}"
+    if "policy" in settings and not settings["policy"].startswith("/"):
+        # The unit runs from /, so a relative path would be read from wherever that leads.
+        return f"policy {settings['policy']!r} must be an absolute path on the nodes"
+    if "cache_size" in settings and not cache_size_bytes(settings["cache_size"]):
+        return f"cache_size {settings['cache_size']!r} is not a size such as 64G"
+    for which in ("ssd", "hdd"):
+        if (spec := settings.get(f"{which}_model")) and (
+            reason := model_error(which.upper(), spec)
+        ):
+            return reason
+    if "meta_memory" in settings and (reason := meta_memory_error(settings["meta_memory"])):
+        return reason
+    if settings.get("meta_writes", "sync") not in META_WRITES:
+        return f"meta_writes {settings['meta_writes']!r} is not one of {', '.join(META_WRITES)}"
+    try:
+        parse_flag(settings.get("warm"), "warm")
+    except ClassError as err:
+        return str(err)
+    return None
 
 
 def load_inventory(path: Path | str) -> Inventory:

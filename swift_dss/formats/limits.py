@@ -36,7 +36,10 @@ class Limits:
         kwargs = {}
         for name in ("max_class", "max_ranges", "max_class_section", "max_header_length"):
             if name in conf:
-                kwargs[name] = int(conf[name])
+                try:
+                    kwargs[name] = int(conf[name])
+                except ValueError:
+                    raise ValueError(f"{name} must be a whole number, not {conf[name]!r}") from None
         return cls(**kwargs)
 
 

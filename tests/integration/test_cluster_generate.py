@@ -222,6 +222,50 @@ def test_bad_inventory_is_refused_with_a_reason(change: dict, words: str) -> Non
         parse_inventory(data)
 
 
+# Each is a value Swift or dss-tier would refuse only when a node starts.
+BAD_VALUES = [
+    (("cluster", "workers"), "x", "cluster.workers must be auto or a whole number"),
+    (("cluster", "workers"), [1], "cluster.workers must be a single text value"),
+    (("cluster", "proxy_workers"), "-2", "cluster.proxy_workers"),
+    (("cluster", "devices_root"), True, "cluster.devices_root must be a single text value"),
+    (("cluster", "swift_dir"), "etc/swift", "cluster.swift_dir must be an absolute path"),
+    (("cluster", "bin_dir"), -1, "cluster.bin_dir must be an absolute path"),
+    (("cluster", "user"), "swift user", "cluster.user 'swift user' is not a user name"),
+    (("cluster", "hash_path_suffix"), {"a": 1}, "cluster.hash_path_suffix"),
+    (("cluster", "memcache_servers"), ["10.0.0.1"], "'10.0.0.1' is not HOST:PORT"),
+    (("cluster", "memcache_servers"), ["h:99999"], "'h:99999' is not HOST:PORT"),
+    (("dss", "reserved_classes"), "0-300", "dss: class range '0-300' is not within 0-255"),
+    (("dss", "allowed_classes"), "5-3", "dss: class range '5-3'"),
+    (("dss", "max_ranges"), "many", "dss: max_ranges must be a whole number, not 'many'"),
+    (("tempauth_users",), {"test_x:u": "k"}, "tempauth_users: tempauth user 'test_x:u'"),
+    (("tier", "mode"), "fast", "tier: mode 'fast' is not one of"),
+    (("tier", "cache_size"), "1.5G", "tier: cache_size '1.5G' is not a size"),
+    (("tier", "cache_size"), "auto", "tier: cache_size 'auto'"),
+    (("tier", "ssd_model"), "samsung", "unknown SSD model 'samsung'"),
+    (("tier", "meta_writes"), "lazy", "tier: meta_writes 'lazy' is not one of sync, buffered"),
+    (("tier", "warm"), "maybe", "tier: warm is 'maybe': give true or false"),
+    (("tier", "cahce_size"), "1G", "tier: unknown key 'cahce_size'"),
+    (("tier", "policy"), "reference.toml", "tier: policy 'reference.toml' must be an absolute"),
+    (("storage", 0, "devices", 0, "tier"), {"mode": "x"}, r"storage\[0\].devices\[0\].tier: mode"),
+    (("storage", 3, "devices", 0, "tier"), {"mode": "lru"}, "tier settings need a tiered device"),
+    (("storage", 0, "devices", 0, "weight"), "heavy", "weight must be a number, not 'heavy'"),
+    (("storage", 0, "devices", 0, "weight"), float("nan"), "weight must be a number"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "words"), BAD_VALUES)
+def test_a_value_a_node_would_refuse_is_refused_here(
+    path: tuple[str | int, ...], value: object, words: str
+) -> None:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    with pytest.raises(InventoryError, match=words):
+        parse_inventory(data)
+
+
 def test_cli_reports_a_bad_inventory_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "inv.yaml"
     bad.write_text("proxies: []\nstorage: []\n")
