@@ -62,6 +62,30 @@ def select_variants(spec: str) -> tuple[str, ...]:
     return names
 
 
+def parse_pcts(text: str) -> tuple[float, ...]:
+    """``--cache-pcts``: distinct cache sizes, each a share of the working set in (0, 100]."""
+    try:
+        pcts = tuple(float(p) for p in text.split(","))
+    except ValueError:
+        pcts = ()
+    if not pcts or not all(0 < p <= 100 for p in pcts) or len(set(pcts)) != len(pcts):
+        raise ValueError(f"{text!r}: expected distinct numbers above 0 and at most 100, e.g. 5,10")
+    return pcts
+
+
+def select_configs(only: str, every: list[Config]) -> list[str]:
+    """``--only``: configuration keys (``lru@10%``) or modes (``dss``), each naming one."""
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    known = list(dict.fromkeys([c.key for c in every] + [c.mode for c in every]))
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        variants = [v for n in unknown if (v := n.partition("@")[0]) in extra_policies()]
+        hint = f" (a policy variant runs with --variants {variants[0]})" if variants else ""
+        raise ValueError(f"unknown configuration {', '.join(unknown) or repr(only)}; "
+                         f"known: {', '.join(known)}{hint}")  # fmt: skip
+    return names
+
+
 def configurations(
     pcts: tuple[float, ...] = CACHE_PCTS, extra: tuple[str, ...] = ()
 ) -> list[Config]:

@@ -125,7 +125,12 @@ def caching(
     from rich.console import Console
 
     from swift_dss.experiment.caching import caching as run_caching
-    from swift_dss.experiment.caching_configs import select_variants
+    from swift_dss.experiment.caching_configs import (
+        configurations,
+        parse_pcts,
+        select_configs,
+        select_variants,
+    )
     from swift_dss.experiment.cluster import ExperimentError
     from swift_dss.experiment.tables import print_caching
 
@@ -136,20 +141,24 @@ def caching(
     if repeats is None:
         repeats = TESTBED_REPEATS
     try:
-        pcts = tuple(float(p) for p in cache_pcts.split(","))
+        pcts = parse_pcts(cache_pcts)
     except ValueError as err:
-        raise click.BadParameter(f"{cache_pcts!r}: expected numbers such as 5,10") from err
+        raise click.BadParameter(str(err), param_hint="--cache-pcts") from err
     try:
         chosen = select_variants(variants)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--variants") from err
+    try:
+        names = select_configs(only, configurations(pcts, chosen)) if only else None
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--only") from err
     console = Console(stderr=True)
     try:
         summary = run_caching(
             out,
             scale,
             pcts,
-            only=only.split(",") if only else None,
+            only=names,
             force=force,
             console=console,
             run_nothing=report_only,

@@ -336,6 +336,10 @@ def check_options(opts: FsOptions) -> None:
         )
     if not opts.workloads or not opts.configs:
         raise ExperimentError("at least one workload and one configuration are needed")
+    for what, names in (("workload", opts.workloads), ("configuration", opts.configs)):
+        if len(set(names)) != len(names):
+            # A second run of one would overwrite the first's results under the same name.
+            raise ExperimentError(f"each {what} is named once: {', '.join(names)}")
     if opts.cache_pct is not None and not 0 < opts.cache_pct <= 100:
         raise ExperimentError(f"--cache-pct must be in (0, 100], not {opts.cache_pct}")
     if not opts.scale > 0:

@@ -516,6 +516,14 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--cache-block", "3000"], "expected `scaled` or a power of two"),
         (["--cache-block", "256"], "expected `scaled` or a power of two"),
         (["--cache-block", "4k"], "expected `scaled` or a power of two"),
+        (["--cache-pcts", "0"], "expected distinct numbers above 0 and at most 100"),
+        (["--cache-pcts", "150"], "expected distinct numbers above 0 and at most 100"),
+        (["--cache-pcts", "5,5"], "expected distinct numbers"),
+        (["--cache-pcts", "nan"], "expected distinct numbers"),
+        (["--only", "dss@7%"], "unknown configuration dss@7%; known: dss@10%, lru@10%, ssd,"),
+        (["--only", ","], "unknown configuration ','"),
+        (["--variants", "dss-slru", "--only", "dss-slru"], "unknown configuration dss-slru;"),
+        (["--only", "dss-slru@10%"], "(a policy variant runs with --variants dss-slru)"),
     ],
 )
 def test_bad_testbed_options_are_cli_errors(tmp_path: Path, args: list[str], says: str) -> None:

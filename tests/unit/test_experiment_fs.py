@@ -136,6 +136,7 @@ def test_cli_refuses_bad_options_in_one_line(tmp_path: Path) -> None:
         (["--cache-pct", "0"], "Invalid value for '--cache-pct'"),
         (["--scale", "-1"], "Invalid value for '--scale'"),
         (["--threads", "0"], "Invalid value for '--threads'"),
+        (["--configs", "hdd,dss,hdd"], "each configuration is named once: hdd, dss, hdd"),
     ):
         got = CliRunner().invoke(experiment, ["fs", "--out", str(tmp_path / "x"), *args])
         assert got.exit_code != 0, args
