@@ -392,12 +392,22 @@ impl Policy {
                 }
             }
         }
-        let mut catch_all = false;
+        // A bucket no larger than the one before it could never be chosen: the first
+        // bucket a size fits in wins.
+        let mut below: Option<Option<u64>> = None;
         for rule in &self.classify.size {
-            if catch_all {
-                return err("classify.size: a bucket follows the catch-all (no max) bucket");
+            match (below, rule.max) {
+                (Some(None), _) => {
+                    return err("classify.size: a bucket follows the catch-all (no max) bucket");
+                }
+                (Some(Some(prev)), Some(max)) if max <= prev => {
+                    return err(format!(
+                        "classify.size: max {max} follows max {prev}: the buckets must grow"
+                    ));
+                }
+                _ => {}
             }
-            catch_all = rule.max.is_none();
+            below = Some(rule.max);
         }
         Ok(())
     }
@@ -605,6 +615,11 @@ mod tests {
         let unknown = SMALL.replace("name = \"t\"", "name = \"t\"\nbogus = 1");
         assert!(Policy::parse(&unknown).is_err());
         let order = SMALL.replace("{ class = 15 }", "{ class = 15 }, { max = 9, class = 16 }");
-        assert!(Policy::parse(&order).is_err());
+        assert!(Policy::parse(&order).unwrap_err().0.contains("catch-all"));
+        for shrinking in ["max = 4096, class = 12", "max = 100, class = 12"] {
+            let dead = SMALL.replace("max = 65536, class = 12", shrinking);
+            let e = Policy::parse(&dead).unwrap_err().0;
+            assert!(e.contains("the buckets must grow"), "{e}");
+        }
     }
 }
