@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from swift_dss.dssio import TierBackend
@@ -124,10 +125,13 @@ def test_version() -> None:
 def test_bad_input_without_a_mount(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
+    mnt = tmp_path / "mnt"
+    (mnt / "h").mkdir(parents=True)
     gone = tmp_path / "gone"
     bad_toml = tmp_path / "bad.toml"
     bad_toml.write_text('name = "bad"\nlow_water = 0.1\n')
     mount = ["mount", "--ssd", tmp_path / "s", "--hdd", plain, "--cache-size", "1MiB"]
+    beyond_memory = str(min(2**32 - 2, psutil.virtual_memory().available // 16) * 4096)
     cases: list[tuple[list[str | Path], str]] = [
         ([], "a command is needed"),
         (["defrag", plain], "unrecognized subcommand"),
@@ -143,6 +147,7 @@ def test_bad_input_without_a_mount(tmp_path: Path) -> None:
         (["fsck", "--ssd", plain], "--hdd <DIR>"),
         (["fsck", "--ssd", gone, "--hdd", gone], "No such file or directory"),
         (["fsck", "--ssd", plain, "--hdd", plain, "extra"], "unexpected argument"),
+        (["fsck", "--ssd", plain, "--hdd", plain], "is the same directory as --hdd"),
         ([*mount, "--policy", REFERENCE, "--cache-size", "1X", plain], "cannot be used multiple"),
         ([*mount[:5], "--cache-size", "1X", "--policy", REFERENCE, plain], "bad size unit"),
         ([*mount[:5], "--cache-size", "0", "--policy", REFERENCE, plain], "above 0"),
@@ -157,6 +162,16 @@ def test_bad_input_without_a_mount(tmp_path: Path) -> None:
         ([*mount[:4], gone, *mount[5:], "--policy", REFERENCE, plain], "No such file"),
         ([*mount, "--policy", REFERENCE, "--daemon", bad_toml], "not a directory"),
         (["reload-policy", "--policy", gone, plain], "No such file or directory"),
+        # The daemon would wait for its own requests, or Swift would see the cache's files.
+        ([*mount[:2], plain / "cache", *mount[3:], "--policy", REFERENCE, mnt], "is inside --hdd"),
+        ([*mount[:2], mnt, *mount[3:], "--policy", REFERENCE, mnt], "same directory as the mount"),
+        ([*mount[:4], mnt / "h", *mount[5:], "--policy", REFERENCE, mnt], "inside the mount point"),
+        ([*mount, "--policy", REFERENCE, plain], "--hdd " + str(plain) + " is the same directory"),
+        # Tables past what a cache can index, or than this host's memory holds, would
+        # abort the daemon. An entry costs at least 48 bytes: a block per 16 bytes of the
+        # available memory is three times too many.
+        ([*mount[:5], "--cache-size", "100T", "--policy", REFERENCE, mnt], "holds at most"),
+        ([*mount[:5], "--cache-size", beyond_memory, "--policy", REFERENCE, mnt], "of memory"),
     ]
     for command in ("stats", "dump", "flush", "reset-counters", "reload-policy", "umount"):
         cases.append(([command, gone], "No such file or directory"))
@@ -402,7 +417,8 @@ def test_control_is_root_only(open_base: Path, tiers: list[Tier]) -> None:  # no
 def test_bad_input_on_a_mount(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
     tier = mounted_tier(make_tier)
     (tier.mnt / "sub").mkdir()
-    mount = ["mount", "--ssd", tmp_path / "s", "--hdd", tmp_path, "--cache-size", "1MiB"]
+    (tmp_path / "h").mkdir()
+    mount = ["mount", "--ssd", tmp_path / "s", "--hdd", tmp_path / "h", "--cache-size", "1MiB"]
     for args, why in [
         (["flush", tier.mnt / "sub"], "not a dss-tier mount"),
         (["stats", "--json", tier.mnt / "sub"], "not a dss-tier mount"),

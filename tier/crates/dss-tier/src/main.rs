@@ -11,6 +11,7 @@ mod fsck;
 mod ioctl;
 mod journal;
 mod layout;
+mod mount_checks;
 mod mountinfo;
 mod output;
 mod runs;
@@ -21,7 +22,7 @@ mod stats;
 use clap::Parser;
 use cli::{Cli, Command, MountArgs};
 use control::{CONTROL_XATTR, Outcome, Request};
-use dss_engine::Policy;
+use mount_checks::{Checked, check_mount, directory};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -30,48 +31,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-
-/// What a mount's options point at, checked before anything is created or detached: a
-/// daemon that fails after detaching can only say so in a log.
-struct Checked {
-    policy: Policy,
-    /// The policy file as an absolute path: `reload-policy` reads it again later.
-    policy_path: PathBuf,
-    hdd: PathBuf,
-}
-
-fn check_mount(m: &MountArgs) -> Result<Checked, String> {
-    let shown = m.policy.display();
-    let policy_path = std::fs::canonicalize(&m.policy).map_err(|e| format!("{shown}: {e}"))?;
-    let text = std::fs::read_to_string(&policy_path).map_err(|e| format!("{shown}: {e}"))?;
-    let policy =
-        Policy::parse(&text).map_err(|e| format!("{shown}: {}", control::one_line(&e.0)))?;
-    let hdd = directory(&m.hdd)?;
-    directory(&m.mountpoint)?;
-    if m.ssd.exists() {
-        directory(&m.ssd)?;
-    }
-    if is_mounted(&m.mountpoint) {
-        return Err(format!(
-            "{}: already a dss-tier mount",
-            m.mountpoint.display()
-        ));
-    }
-    Ok(Checked {
-        policy,
-        policy_path,
-        hdd,
-    })
-}
-
-/// `path` made absolute, if it is a directory.
-fn directory(path: &Path) -> Result<PathBuf, String> {
-    let abs = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !abs.is_dir() {
-        return Err(format!("{}: not a directory", path.display()));
-    }
-    Ok(abs)
-}
 
 /// `mountpoint` as mountinfo lists it. A FUSE mount whose daemon died cannot be
 /// stat'ed (ENOTCONN), so only its parent is resolved.
@@ -130,11 +89,24 @@ fn tier_mount(mountpoint: &Path) -> Result<mountinfo::Entry, String> {
 }
 
 fn mount(m: MountArgs) -> Result<(), String> {
+    if is_mounted(&m.mountpoint) {
+        return Err(format!(
+            "{}: already a dss-tier mount",
+            m.mountpoint.display()
+        ));
+    }
     let Checked {
         policy,
         policy_path,
         hdd,
-    } = check_mount(&m)?;
+    } = check_mount(
+        &m.ssd,
+        &m.hdd,
+        &m.mountpoint,
+        &m.policy,
+        m.mode,
+        m.cache_size,
+    )?;
     if m.daemon {
         // Re-run in the foreground, detached into its own process group, and return
         // once the mount is visible.
@@ -483,9 +455,11 @@ fn umount(a: cli::UmountArgs) -> Result<(), String> {
 }
 
 fn fsck_cmd(a: cli::FsckArgs) -> Result<bool, String> {
-    // A mistyped path must not pass for an empty cache.
-    directory(&a.ssd)?;
-    directory(&a.hdd)?;
+    // A mistyped path must not pass for an empty cache, nor the HDD for the cache.
+    mount_checks::apart(&[
+        ("--ssd", &a.ssd, directory(&a.ssd)?),
+        ("--hdd", &a.hdd, directory(&a.hdd)?),
+    ])?;
     let r = fsck::fsck(&a.ssd, &a.hdd, a.repair)?;
     for n in &r.notes {
         println!("{n}");
