@@ -89,9 +89,10 @@ def saio() -> None:
     help="HDD model: none, st1000nm0011, hdd (optionally :key=value,...).",
 )
 @click.option("--no-dss", is_flag=True, help="Stock Swift pipeline and object server.")
-@click.option("--devices", type=int, default=1, show_default=True)
-@click.option("--replicas", type=int, default=1, show_default=True)
-@click.option("--workers", type=int, default=1, show_default=True)
+# The experiments' bounds: more would only exhaust this host's memory as the servers start.
+@click.option("--devices", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--replicas", type=click.IntRange(1, 8), default=1, show_default=True)
+@click.option("--workers", type=click.IntRange(0, 64), default=1, show_default=True)
 @one_line_errors(*EXPECTED)
 def up(
     dir_: Path,

@@ -123,6 +123,19 @@ def test_second_up_fails_clearly(cluster: Saio, tmp_path: Path) -> None:
     assert cluster.is_up()
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--devices", "0"), ("--devices", "65"), ("--replicas", "9"), ("--workers", "1000")],
+)
+def test_cluster_shapes_past_the_bounds_are_refused(
+    tmp_path: Path, option: str, value: str
+) -> None:
+    code, out = cli("saio", "up", "--dir", str(tmp_path / "c"), "--port", "0", option, value)
+    assert code == 2
+    assert f"Invalid value for '{option}'" in out.strip().splitlines()[-1]
+    assert not (tmp_path / "c").exists()
+
+
 def test_cli_down_stops_everything(cluster: Saio, pids: dict[str, int]) -> None:
     code, out = cli("saio", "down", "--dir", str(cluster.dir))
     assert code == 0, out
