@@ -208,26 +208,33 @@ def parse(data: Any, where: str = "workload") -> Workload:
     phases = tuple(_phase(p, f"{where}: phases[{i}]") for i, p in enumerate(_list(data, "phases")))
     if not phases:
         raise WorkloadError(f"{where}: at least one phase is needed")
+    names = [p.name for p in phases]
+    if len(set(names)) != len(names):
+        # Each phase's requests, windows and CPU are recorded under its name.
+        repeated = next(n for n in names if names.count(n) > 1)
+        raise WorkloadError(f"{where}: two phases are named {repeated!r}: give each its own name")
     large = data.get("large_objects") or {}
+    if not isinstance(large, dict) or not set(large) <= {"above", "class"}:
+        raise WorkloadError(f"{where}: large_objects is a mapping of above and class")
     try:
         w = Workload(
-            name=str(data.get("name") or Path(where).stem),
+            name=_name(data.get("name") or Path(where).stem, "name"),
             types=types,
             phases=phases,
-            containers=int(data.get("containers", 100)),
-            concurrency=int(data.get("concurrency", 16)),
-            processes=int(data.get("processes", 1)),
-            seed=int(data.get("seed", 1)),
-            scale=float(data.get("scale", 1.0)),
+            containers=_whole(data.get("containers", 100), "containers"),
+            concurrency=_whole(data.get("concurrency", 16), "concurrency"),
+            processes=_whole(data.get("processes", 1), "processes"),
+            seed=_whole(data.get("seed", 1), "seed"),
+            scale=_finite(data.get("scale", 1.0), "scale"),
             timeout=_seconds(data.get("timeout", 60)),
-            container_prefix=str(data.get("container_prefix", "loadgen")),
+            container_prefix=_name(data.get("container_prefix", "loadgen"), "container_prefix"),
             large_above=parse_size(large["above"]) if "above" in large else None,
-            large_class=check_class(int(large["class"])) if "class" in large else None,
+            large_class=check_class(large["class"], what="large_objects.class")
+            if "class" in large
+            else None,
             source=where,
         )
     except (TypeError, ValueError, KeyError) as err:
-        if isinstance(err, WorkloadError):
-            raise
         raise WorkloadError(f"{where}: {err}") from err
     _check_numbers(w, where)
     return w
@@ -250,20 +257,42 @@ def _list(data: dict[str, Any], key: str) -> list[Any]:
 
 
 def _seconds(value: Any) -> float:
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _finite(value, "a duration")
     text = str(value).strip()
     for suffix, mult in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
         if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
             return float(text[: -len(suffix)]) * mult
+    if not text.replace(".", "", 1).isdigit():
+        raise WorkloadError(f"{value!r} is not a duration such as 60, 60s, 500ms or 2m")
     return float(text)
+
+
+# YAML hands over whatever the file holds: int() and float() would take True for 1, 1.5
+# for 1, and nan or inf for numbers.
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"{what} must be a whole number, not {value!r}")
+    return value
+
+
+def _finite(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise WorkloadError(f"{what} must be a finite number, not {value!r}")
+    return float(value)
+
+
+def _name(value: Any, what: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        raise WorkloadError(f"{what} must be a name, not {value!r}")
+    return str(value)
 
 
 def _type(data: Any, where: str) -> ObjectType:
     if not isinstance(data, dict) or "name" not in data:
         raise WorkloadError(f"{where}: an object type needs at least a name")
     try:
-        share = float(data.get("share", 1))
+        share = _finite(data.get("share", 1), f"{where}: share")
         min_size = parse_size(data.get("min_size", 1))
         points = data.get("sizes")
         if points is None and "size" in data:
@@ -271,10 +300,10 @@ def _type(data: Any, where: str) -> ObjectType:
         if not points:
             raise WorkloadError(f"{where}: sizes (a CDF table) or size is needed")
         buckets, cdf = _cdf(points, min_size, where)
-        cls = None if data.get("class") is None else check_class(int(data["class"]))
+        cls = None if data.get("class") is None else check_class(data["class"])
         by_size = tuple(
-            (None if m is None else parse_size(m), check_class(int(c)))
-            for m, c in data.get("class_by_size") or []
+            (None if m is None else parse_size(m), check_class(c, what="class_by_size class"))
+            for m, c in _pairs(data.get("class_by_size") or [], f"{where}: class_by_size")
         )
         interp = str(data.get("interpolate", "linear"))
         if interp not in ("linear", "log", "none"):
@@ -286,8 +315,17 @@ def _type(data: Any, where: str) -> ObjectType:
     if share < 0:
         raise WorkloadError(f"{where}: share must not be negative")
     return ObjectType(
-        str(data["name"]), share, buckets, cdf, cls, by_size, interp == "log", interp == "none"
-    )
+        _name(data["name"], f"{where}: name"), share, buckets, cdf, cls, by_size,
+        interp == "log", interp == "none",
+    )  # fmt: skip
+
+
+def _pairs(value: Any, what: str) -> list[tuple[Any, Any]]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, list | tuple) and len(p) == 2 for p in value
+    ):
+        raise WorkloadError(f"{what} is a list of [size, class] pairs")
+    return [(p[0], p[1]) for p in value]
 
 
 def _cdf(
@@ -301,7 +339,9 @@ def _cdf(
     for point in points:
         if not isinstance(point, list | tuple) or len(point) != 2:
             raise WorkloadError(f"{where}: each CDF point is [upper size, cumulative percent]")
-        high, cum = parse_size(point[0]), float(point[1])
+        high, cum = parse_size(point[0]), _finite(point[1], f"{where}: a cumulative percent")
+        if cum > 100:
+            raise WorkloadError(f"{where}: cumulative percents go up to 100 ({point})")
         if high < low or cum < last:
             raise WorkloadError(f"{where}: CDF points must increase ({point})")
         buckets.append(SizeBucket(low, high, f"<={format_size(high)}"))
@@ -326,7 +366,10 @@ def _phase(data: Any, where: str) -> Phase:
     else:
         if not isinstance(data["mix"], dict) or not data["mix"]:
             raise WorkloadError(f"{where}: mix maps operations to weights")
-        mix = tuple((str(k), float(v)) for k, v in data["mix"].items())
+        try:
+            mix = tuple((str(k), _finite(v, f"the weight of {k}")) for k, v in data["mix"].items())
+        except WorkloadError as err:
+            raise WorkloadError(f"{where}: {err}") from None
         if any(op in CONTAINER_OPS for op, _ in mix):
             raise WorkloadError(f"{where}: container operations cannot be mixed")
         if any(w < 0 for _, w in mix) or sum(w for _, w in mix) <= 0:
@@ -337,9 +380,9 @@ def _phase(data: Any, where: str) -> Phase:
                 f"{where}: unknown op {op!r} (one of {', '.join(OBJECT_OPS + CONTAINER_OPS)})"
             )
     try:
-        count = None if data.get("count") is None else int(data["count"])
+        count = None if data.get("count") is None else _whole(data["count"], "count")
         duration = None if data.get("duration") is None else _seconds(data["duration"])
-        rate = None if data.get("rate") is None else float(data["rate"])
+        rate = None if data.get("rate") is None else _finite(data["rate"], "rate")
     except (TypeError, ValueError) as err:
         raise WorkloadError(f"{where}: {err}") from err
     if (count is not None and count < 0) or (duration is not None and duration <= 0):
@@ -350,4 +393,4 @@ def _phase(data: Any, where: str) -> Phase:
     if unbounded and any(op in ("put", "get", "head") for op, _ in mix):
         raise WorkloadError(f"{where}: a put/get/head phase needs a count or a duration")
     op0 = mix[0][0]
-    return Phase(str(data.get("name") or op0), mix, count, duration, rate)
+    return Phase(_name(data.get("name") or op0, f"{where}: name"), mix, count, duration, rate)

@@ -88,6 +88,24 @@ def test_discrete_sizes_and_classes_by_size() -> None:
         ({"types": [{"name": "A", "class": 300, "size": 1}]}, "class 300"),
         ({"bogus": 1}, "unknown keys bogus"),
         ({"container_prefix": "a/b"}, "container_prefix"),
+        # Each of these was once read as another value: 1.5 as class 1, True as 1, inf as a
+        # phase that never ends, a list as a crash.
+        ({"types": [{"name": "A", "class": 25.5, "size": 1}]}, "class must be an integer"),
+        ({"types": [{"name": "A", "class_by_size": [[None, 1.5]], "size": 1}]}, "must be an int"),
+        ({"types": [{"name": "A", "class_by_size": [[None]], "size": 1}]}, "class_by_size is a"),
+        ({"types": [{"name": "A", "share": float("inf"), "size": 1}]}, "share must be a finite"),
+        ({"types": [{"name": ["A"], "size": 1}]}, r"name must be a name, not \['A'\]"),
+        ({"types": [{"name": "A", "sizes": [[10, 50], [20, 150]]}]}, "go up to 100"),
+        ({"processes": 1.5}, "processes must be a whole number, not 1.5"),
+        ({"seed": True}, "seed must be a whole number, not True"),
+        ({"scale": float("nan")}, "scale must be a finite number"),
+        ({"large_objects": "get"}, "large_objects is a mapping"),
+        ({"large_objects": {"above": "1MiB", "class": 2.5}}, "large_objects.class must be"),
+        ({"phases": [{"op": "put", "duration": float("inf")}]}, "a duration must be a finite"),
+        ({"phases": [{"op": "put", "duration": "nan"}]}, "is not a duration"),
+        ({"phases": [{"op": "put", "count": True}]}, "count must be a whole number"),
+        ({"phases": [{"mix": {"get": [1, 2]}, "count": 1}]}, "the weight of get must be"),
+        ({"phases": [{"op": "put", "count": 1}, {"op": "put", "count": 2}]}, "named 'put'"),
     ],
 )
 def test_bad_workloads_are_refused_with_the_reason(change: dict, message: str) -> None:
