@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import shlex
 import subprocess
 import sys
+import tarfile
 import uuid
 from pathlib import Path
 
@@ -465,3 +467,52 @@ def test_large_object_manifest_ranges_refer_to_the_whole_object(swift: Swift) ->
         headers={"X-DSS-Range-Class": "2400-100-29"},
     )
     assert bad.status_code == 400 and "object has 2344" in bad.text
+
+
+def _archive(members: list[tuple[str, bytes, dict[str, str]]]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data, pax in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.pax_headers = len(data), pax
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_an_archive_extraction_classifies_by_user_metadata(swift: Swift, saio: object) -> None:
+    """Swift's bulk middleware hands each extracted object the request's user metadata and
+    each member's `user.meta.*` xattrs, and nothing else: the metadata form of the class
+    headers reaches dss, the X-DSS-* form is dropped before it."""
+    d = new_name()
+    xattr = "SCHILY.xattr.user.meta."
+    archive = _archive([
+        (f"{d}/a", payload(5000), {}),
+        (f"{d}/b", payload(5000), {f"{xattr}dss-object-class": "27"}),
+        (f"{d}/c", payload(5000), {f"{xattr}dss-range-class": "0-2-28"}),
+    ])  # fmt: skip
+    with recorded(saio.record_log) as rec:
+        resp = swift.request("PUT", "c1", params={"extract-archive": "tar"}, data=archive,
+                             headers={"X-Object-Meta-Dss-Object-Class": "25",
+                                      "Accept": "application/json"})  # fmt: skip
+    # Bulk answers 200 at once and the outcome in the body.
+    assert resp.json()["Number Files Created"] == 3, resp.text
+    assert classes_of(swift, f"{d}/a") == {"X-Dss-Object-Class": "25"}
+    assert classes_of(swift, f"{d}/b") == {"X-Dss-Object-Class": "27"}
+    assert classes_of(swift, f"{d}/c") == {
+        "X-Dss-Object-Class": "25",
+        "X-Dss-Range-Class": "0-2-28",
+    }
+    writes = sorted({e.cls for e in rec if e.op == "write"})
+    assert writes == [25, 27, 28], writes
+    refused = swift.request("PUT", "c1", params={"extract-archive": "tar"}, data=archive,
+                            headers={"X-Object-Meta-Dss-Object-Class": "300",
+                                     "Accept": "application/json"})  # fmt: skip
+    # A member's own class wins over the request's: b is stored, a and c are refused.
+    assert refused.json()["Errors"] == [[f"c1/{d}/a", "400 Bad Request"],
+                                        [f"c1/{d}/c", "400 Bad Request"]]  # fmt: skip
+    dropped = swift.request("PUT", "c1", params={"extract-archive": "tar"},
+                            data=_archive([(f"{d}/e", payload(100), {})]),
+                            headers={"X-DSS-Object-Class": "25",
+                                     "Accept": "application/json"})  # fmt: skip
+    assert dropped.json()["Number Files Created"] == 1, dropped.text
+    assert classes_of(swift, f"{d}/e") == {"X-Dss-Object-Class": "0"}
