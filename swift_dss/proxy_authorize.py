@@ -10,10 +10,12 @@ otherwise.
 
 from __future__ import annotations
 
-from swift.common.swob import Request, Response
+from swift.common.swob import HTTPUnauthorized, Request, Response
 from swift.proxy.controllers.base import get_container_info
 
 READ_METHODS = ("GET", "HEAD")
+#: The user tempurl gives a request whose signature it accepted (staticweb checks it too).
+TEMPURL_USER = ".wsgi.tempurl"
 
 
 def authorize_as_proxy(
@@ -25,6 +27,11 @@ def authorize_as_proxy(
     if authorize is None:
         return None
     if method is not None and method != env["REQUEST_METHOD"]:
+        if env.get("REMOTE_USER") == TEMPURL_USER and method != "HEAD":
+            # A temporary URL grants the method it was signed for (and HEAD, whatever that
+            # was), and tempurl checks that once: the swift.authorize it leaves allows every
+            # method on the object.
+            return HTTPUnauthorized(request=Request(env))
         # Another method's question must not leave its traces (swift_owner) on the request.
         env = {**env, "REQUEST_METHOD": method}
     method = env["REQUEST_METHOD"]

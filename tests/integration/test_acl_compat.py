@@ -3,8 +3,11 @@ their request's permissions; the middleware's StatsD counters reach a real UDP s
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -196,6 +199,61 @@ def test_write_only_user_learns_nothing_of_the_size(pair: Pair) -> None:
     # Whoever may read the object is told instead.
     resp = pair.dss.request(ADMIN, "POST", path, headers=beyond)
     assert resp.status_code == 400 and "object has 6" in resp.text
+
+
+# -- temporary URLs -----------------------------------------------------------------------
+
+TEMPURL_KEY = "tempurl-secret"
+
+
+def signed(method: str, path: str) -> dict[str, str]:
+    """tempurl's query for METHOD on AUTH_test/PATH, valid for ten minutes."""
+    expires = int(time.time()) + 600
+    text = f"{method}\n{expires}\n/v1/AUTH_test/{path}".encode()
+    sig = hmac.new(TEMPURL_KEY.encode(), text, hashlib.sha256).hexdigest()
+    return {"temp_url_sig": sig, "temp_url_expires": str(expires)}
+
+
+@pytest.fixture(scope="module")
+def tempurl_container(pair: Pair) -> str:
+    for resp in pair.both(
+        ADMIN, "PUT", "c-temp", headers={"X-Container-Meta-Temp-URL-Key": TEMPURL_KEY}
+    ):
+        assert resp.status_code in (201, 202), resp.text
+    return "c-temp"
+
+
+def test_a_temporary_url_changes_classes_only_with_a_signature_for_a_write(
+    pair: Pair, tempurl_container: str
+) -> None:
+    """tempurl checks the signature's method once and then lets any method through, so
+    dss holds a GET link to what it grants: reading, not changing classes."""
+    path = fresh_object(pair, tempurl_container)
+    get, post = signed("GET", path), signed("POST", path)
+    for stock, dss in [
+        pair.both(ANONYMOUS, "GET", path, params=get),
+        pair.both(ANONYMOUS, "HEAD", path, params=get),
+        pair.both(ANONYMOUS, "GET", path, params=post),
+    ]:
+        assert dss.status_code == stock.status_code, dss.text
+    same = pair.dss.request(
+        ANONYMOUS, "GET", path, params=get, headers={"X-DSS-Object-Class": "25"}
+    )
+    assert same.status_code == 200 and same.content == b"x" * 3000
+    change = {"X-DSS-Object-Class": "27"}
+    refused = pair.dss.request(ANONYMOUS, "GET", path, params=get, headers=change)
+    assert refused.status_code == 403 and "needs write access" in refused.text
+    assert stored_class(pair, path) == "25"
+    posted = pair.dss.request(ANONYMOUS, "POST", path, params=post, headers=change)
+    assert posted.status_code == 202, posted.text
+    assert stored_class(pair, path) == "27"
+    put = signed("PUT", path)
+    new = pair.dss.request(ANONYMOUS, "PUT", path, params=put, data=b"y" * 10,
+                           headers={"X-DSS-Object-Class": "28"})  # fmt: skip
+    assert new.status_code == 201 and stored_class(pair, path) == "28"
+    refile = pair.dss.request(ANONYMOUS, "PUT", path, params=put, data=encode_object(29),
+                              headers={"X-DSS-Class-File": "true"})  # fmt: skip
+    assert refile.status_code == 202 and stored_class(pair, path) == "29"
 
 
 # -- StatsD -------------------------------------------------------------------------------
