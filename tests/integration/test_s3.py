@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import requests
 
 from .helpers import Swift, payload, s3_client
 
@@ -83,3 +84,31 @@ def test_multipart_classifies_parts_and_final_object(s3, swift: Swift) -> None:
         head = swift.request("HEAD", f"s3plain+segments/{seg['name']}")
         assert head.headers["X-DSS-Object-Class"] == "28", seg["name"]
     assert s3.get_object(Bucket="s3plain", Key=key)["Body"].read() == part * 2
+
+
+def test_a_presigned_get_reads_but_does_not_change_classes(s3, swift: Swift) -> None:
+    """A presigned URL grants its one operation: the holder of a GET link may not change
+    the object's classes, though its signer may."""
+    key = f"shared-{uuid.uuid4().hex[:8]}"
+    s3.put_object(Bucket="s3plain", Key=key, Body=b"hello", Metadata={"dss-object-class": "25"})
+    get = s3.generate_presigned_url("get_object", Params={"Bucket": "s3plain", "Key": key})
+    assert requests.get(get, timeout=30).content == b"hello"
+    same = requests.get(get, headers={"X-DSS-Object-Class": "25"}, timeout=30)
+    assert same.status_code == 200 and same.content == b"hello"
+    change = requests.get(get, headers={"X-DSS-Object-Class": "27"}, timeout=30)
+    assert change.status_code == 403 and "AccessDenied" in change.text
+    assert swift.request("HEAD", f"s3plain/{key}").headers["X-DSS-Object-Class"] == "25"
+
+    def add_class(request, **_kwargs) -> None:
+        request.headers["X-DSS-Object-Class"] = "28"
+
+    s3.meta.events.register("before-sign.s3.GetObject", add_class)
+    try:
+        assert s3.get_object(Bucket="s3plain", Key=key)["Body"].read() == b"hello"
+    finally:
+        s3.meta.events.unregister("before-sign.s3.GetObject", add_class)
+    assert swift.request("HEAD", f"s3plain/{key}").headers["X-DSS-Object-Class"] == "28"
+    put = s3.generate_presigned_url("put_object", Params={"Bucket": "s3plain", "Key": key})
+    stored = requests.put(put, data=b"again", headers={"X-DSS-Object-Class": "26"}, timeout=30)
+    assert stored.status_code == 200, stored.text
+    assert swift.request("HEAD", f"s3plain/{key}").headers["X-DSS-Object-Class"] == "26"
