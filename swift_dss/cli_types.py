@@ -7,8 +7,9 @@
 - ``PORT``, a TCP port or 0 for any, checked before a cluster starts.
 - ``CONTAINER``, a Swift container name: Swift would read a ``/`` in it as the start of
   the object's name, and answer a PUT into a container that does not exist (404).
-- ``OBJECT``, a Swift object name: an empty one would make the request the container's
-  (a HEAD of the container answers 200, and its "classes" would be printed).
+- ``OBJECT``, a Swift object name: an empty one, or one with a ``.`` or ``..`` segment
+  that HTTP clients resolve away, would make the request another path's (a HEAD of the
+  container answers 200, and its "classes" would be printed).
 - ``OutputFile``, a file to download or write a class file into: its directory is checked
   before the download, so that a bad path fails at once and names itself, not the
   download's temporary file.
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from swift_dss.client.names import address_error
 
 
 class OutputDir(click.Path):
@@ -76,13 +79,13 @@ PORT = click.IntRange(0, 65535)
 
 
 class ContainerName(click.ParamType):
-    """A non-empty container name without ``/``."""
+    """A container name a request can address (``swift_dss.client.names``)."""
 
     name = "container"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not value or "/" in value:
-            self.fail(f"{value!r} is not a container name: one non-empty name, no '/'", param, ctx)
+        if error := address_error(value):
+            self.fail(error, param, ctx)
         return value
 
 
@@ -90,13 +93,13 @@ CONTAINER = ContainerName()
 
 
 class ObjectName(click.ParamType):
-    """A non-empty object name."""
+    """An object name a request can address (``swift_dss.client.names``)."""
 
     name = "object"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not value:
-            self.fail("an object name may not be empty", param, ctx)
+        if error := address_error("c", value):
+            self.fail(error, param, ctx)
         return value
 
 

@@ -25,6 +25,7 @@ from swift_dss.client.auth import DEFAULT_USER as DEFAULT_USER
 from swift_dss.client.auth import SwiftAuth, connection_kwargs
 from swift_dss.client.classes import Classes, as_classmap, class_file, class_headers
 from swift_dss.client.classes import classes_from_headers as _classes_from_headers
+from swift_dss.client.names import address_error
 from swift_dss.formats import CLASS_FILE, OBJECT_FILE, ClassMap
 
 CHUNK = 64 * 1024
@@ -194,6 +195,11 @@ def _raw_request(
     return Reply(resp.status_code, resp.reason or "", headers_in, resp.content)
 
 
+def _check_address(container: str, name: str | None) -> None:
+    if error := address_error(container, name):
+        raise ValueError(error)
+
+
 class DssClient:
     """Object storage operations with classes, over one swiftclient Connection.
 
@@ -270,6 +276,7 @@ class DssClient:
         can be sent. Raises DssError only when no answer arrives (a 401 is an answer too: it
         brings no new login).
         """
+        _check_address(container, name)
         what = f"{method} {container}" if name is None else f"{method} {container}/{name}"
         raw = {k: v.encode("latin-1") for k, v in (headers or {}).items()}
         # swiftclient wraps its own calls in _retry; it has no public way to make an
@@ -280,6 +287,7 @@ class DssClient:
 
     def ensure_container(self, container: str, headers: dict[str, str] | None = None) -> None:
         """Create ``container`` unless it exists."""
+        _check_address(container, None)
         try:
             self.conn.head_container(container)
             return
@@ -308,6 +316,7 @@ class DssClient:
         the body as a class file followed by the data (X-DSS-Object-File). The data is
         streamed. Returns the ETag, checked against the MD5 of the data sent.
         """
+        _check_address(container, name)
         cmap = as_classmap(classes)
         send = dict(headers or {})
         what = f"PUT {container}/{name}"
@@ -356,6 +365,7 @@ class DssClient:
         ``dest`` is a path (written whole or not at all), a binary file object, or None to
         discard the data. ``classes`` reclassify the object on the way (out of band, GET).
         """
+        _check_address(container, name)
         cmap = as_classmap(classes)
         send = class_headers(cmap) if cmap is not None else {}
         what = f"GET {container}/{name}"
@@ -405,6 +415,7 @@ class DssClient:
 
     def classes(self, container: str, name: str) -> ClassMap:
         """The object's current classes (HEAD)."""
+        _check_address(container, name)
         headers = self._call(f"HEAD {container}/{name}", self.conn.head_object, container, name)
         return _classes_from_headers(headers)
 
@@ -422,6 +433,7 @@ class DssClient:
         ``via``: ``post`` (headers on a POST), ``class-file`` (a PUT of a class file with
         X-DSS-Class-File) or ``get`` (headers on a GET whose body is discarded).
         """
+        _check_address(container, name)
         cmap = as_classmap(classes)
         if cmap is None:
             raise ValueError("reclassify needs classes")

@@ -14,6 +14,7 @@ import click
 from swift_dss.cli_types import CONTAINER, OBJECT, OutputFile
 from swift_dss.client.auth import AuthOptionError, SwiftAuth, auth_options
 from swift_dss.client.classes import class_headers, parse_classes
+from swift_dss.client.names import address_error
 from swift_dss.formats import (
     ClassError,
     ClassMap,
@@ -124,6 +125,10 @@ def upload(
     if via == "object-file" and not auto and object_class is None and range_class is None:
         raise click.UsageError("--via object-file needs --class, --range-class or --auto")
     given = _classes_option(object_class, range_class)
+    names = [name or _object_name(path) for path in files]
+    for path, obj in zip(files, names, strict=True):
+        if error := address_error(container, obj):
+            raise click.UsageError(f"{path}: {error}; give the object a name with --name")
     with _reported():
         classifier = None
         if auto:
@@ -132,12 +137,11 @@ def upload(
             classifier = Classifier.load(policy, scheme)
         client = _client(auth)
         client.ensure_container(container)
-        for path in files:
+        for path, obj in zip(files, names, strict=True):
             cmap, why = given, ""
             if classifier is not None:
                 cls, why = classifier.explain(path)
                 cmap = ClassMap.build(cls, given.ranges if given else ())
-            obj = name or _object_name(path)
             etag = client.upload(container, obj, path, cmap, via=via)  # type: ignore[arg-type]
             sent = "no classes" if cmap is None else ", ".join(_header_lines(cmap))
             how = " in a class file" if via == "object-file" else ""

@@ -120,15 +120,22 @@ def test_a_proxy_port_out_of_range_is_refused_before_anything_starts(
 
 
 @pytest.mark.parametrize("command", [["upload"], ["download"], ["classes"], ["reclassify"]])
-@pytest.mark.parametrize("container", ["photos/2024", ""])
+@pytest.mark.parametrize(
+    ("container", "reason"),
+    [
+        ("photos/2024", "'photos/2024' is not a container name"),
+        ("", "'' is not a container name"),
+        ("..", "container name '..' would be resolved away"),
+    ],
+)
 def test_a_container_name_with_a_slash_or_none_is_refused(
-    command: list[str], container: str, regular_file: Path
+    command: list[str], container: str, reason: str, regular_file: Path
 ) -> None:
     # Swift would read photos/2024/OBJ as the object 2024/OBJ in photos.
     args = [*command, container, str(regular_file)]
     result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
     assert result.exit_code == 2, result.output
-    assert f"{container!r} is not a container name" in result.output
+    assert reason in result.output
 
 
 @pytest.mark.parametrize(
@@ -147,6 +154,39 @@ def test_an_empty_object_name_is_refused(args: list[str], regular_file: Path) ->
     result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
     assert result.exit_code == 2, result.output
     assert "an object name may not be empty" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["download", "c", "../up"],
+        ["classes", "c", "a/./b"],
+        ["reclassify", "c", "..", "--class", "25"],
+        ["upload", "c", "FILE", "--name", "x/../up"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_object_name_with_dot_segments_is_refused(args: list[str], regular_file: Path) -> None:
+    # HTTP clients resolve them away: c/../up would be the container up.
+    args = [str(regular_file) if a == "FILE" else a for a in args]
+    result = CliRunner().invoke(main, args, env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"})
+    assert result.exit_code == 2, result.output
+    assert "segment, which HTTP clients resolve away" in result.output
+
+
+def test_an_upload_named_by_a_relative_path_with_dots_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "f").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path / "sub")
+    result = CliRunner().invoke(
+        main, ["upload", "c", "../f"], env={"ST_AUTH": "http://127.0.0.1:9/auth/v1.0"}
+    )
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and "'..' segment" in last and "--name" in last, last
 
 
 @pytest.mark.parametrize(

@@ -330,6 +330,24 @@ def test_unreachable() -> None:
         c.classes("c", "o")
 
 
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        (lambda c: c.classes("c", "../o"), "'..' segment"),
+        (lambda c: c.upload("c", "a/./b", io.BytesIO(b"x")), "'.' segment"),
+        (lambda c: c.download("c", "", io.BytesIO()), "may not be empty"),
+        (lambda c: c.reclassify("..", "o", 25), "would be resolved away"),
+        (lambda c: c.ensure_container("a/b"), "not a container name"),
+        (lambda c: c.request("HEAD", "c", ".."), "'..' segment"),
+    ],
+)
+def test_names_a_request_cannot_address_are_refused_before_it(call: Any, said: str) -> None:
+    # Nothing listens on port 9: a request would fail otherwise.
+    with DssClient("http://127.0.0.1:9/auth/v1.0", retries=0) as c, pytest.raises(ValueError) as e:
+        call(c)
+    assert said in str(e.value)
+
+
 def test_environment_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ST_AUTH", "http://example.invalid/auth/v1.0")
     monkeypatch.setenv("ST_USER", "a:b")
