@@ -33,6 +33,7 @@ from swift_dss.experiment.caching_configs import (
 )
 from swift_dss.experiment.cost import dollars_per_gb_per_iops, normalised, price_per_gb
 from swift_dss.experiment.paper import FIG7, HEADLINES
+from swift_dss.experiment.records import read_record, write_record
 from swift_dss.experiment.scale import (
     Scale,
     WorkingSet,
@@ -155,7 +156,7 @@ def run_config(
         "wall_s": round(time.time() - started, 1),
         **timings,
     }
-    (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
+    write_record(run_dir / "entry.json", entry)
     return entry
 
 
@@ -257,8 +258,9 @@ def caching(
         done = run_dir / "entry.json"
         if run_nothing:
             continue
-        if done.exists() and not force:
-            check_measured(json.loads(done.read_text()), testbed, scale, done, w.seed)
+        before = None if force else read_record(done)
+        if before is not None:
+            check_measured(before, testbed, scale, done, w.seed)
             console.print(f"[{n}/{len(todo)}] {cfg.key} #{rep}: done before, kept ({done})")
             continue
         done.unlink(missing_ok=True)
@@ -284,14 +286,18 @@ def caching(
     # What any run measured counts in the summary, whatever this one selected.
     samples: dict[str, dict[str, Any]] = {}
     for cfg in every:
-        kept_files = sorted((out / "runs" / cfg.slug).glob("r*/entry.json"))
-        recorders = [kept_recorder(done.parent) for done in kept_files]
+        kept = [
+            (done, record)
+            for done in sorted((out / "runs" / cfg.slug).glob("r*/entry.json"))
+            if (record := read_record(done)) is not None
+        ]
+        recorders = [kept_recorder(done.parent) for done, _ in kept]
         requests = [bootstrap.samples(r) if r else {} for r in recorders]
-        for done, recorder, got in zip(kept_files, recorders, requests, strict=True):
-            kept = bootstrap.with_excluding(refreshed(json.loads(done.read_text()), recorder), got)
-            check_measured(kept, testbed, scale, done, w.seed)
-            runs[cfg.key].append(kept)
-        if len(kept_files) == 1:  # a single run's intervals come from its requests
+        for (done, record), recorder, got in zip(kept, recorders, requests, strict=True):
+            entry = bootstrap.with_excluding(refreshed(record, recorder), got)
+            check_measured(entry, testbed, scale, done, w.seed)
+            runs[cfg.key].append(entry)
+        if len(kept) == 1:  # a single run's intervals come from its requests
             samples[cfg.key] = requests[0]
     entries = {
         key: intervals.single_or_combined(found, samples.get(key)) for key, found in runs.items()

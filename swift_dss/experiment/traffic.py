@@ -29,6 +29,7 @@ from swift_dss import children
 from swift_dss.experiment import content as content_mod
 from swift_dss.experiment import plots, policy_file, put_waits, server_times, tier_requests
 from swift_dss.experiment.cluster import ClusterSpec
+from swift_dss.experiment.records import read_record, write_record
 from swift_dss.experiment.scale import Scale, paper_workload, split_containers
 from swift_dss.experiment.summary import at_real_speed, phase_row, steady_or_whole
 from swift_dss.experiment.targets import NetnsTarget, Testbed, check_kept, running_target
@@ -348,7 +349,7 @@ def run_one(
         "wall_s": round(time.time() - started, 1),
         **timings,
     }
-    (run_dir / "entry.json").write_text(json.dumps(entry, indent=1) + "\n")
+    write_record(run_dir / "entry.json", entry)
     return entry
 
 
@@ -372,8 +373,8 @@ def traffic(
     for n, (name, on_ssd) in enumerate(RUNS, 1):
         run_dir = out / "runs" / slug(name)
         done = run_dir / "entry.json"
-        if done.exists() and (run_nothing or not force):
-            kept = json.loads(done.read_text())
+        kept = read_record(done) if run_nothing or not force else None
+        if kept is not None:
             check_kept(kept, testbed, done)
             k = (kept.get("testbed") or {}).get("dilation", 1)
             if "server_times" not in kept:

@@ -18,6 +18,7 @@ from swift_dss.experiment import (
     content,
     cost,
     policy_file,
+    records,
     scale,
     summary,
     traffic,
@@ -340,6 +341,26 @@ def test_a_run_of_some_configurations_keeps_the_others_in_the_summary(tmp_path: 
     assert doc["lru@10%"]["put_mbps"] == recorded_entries()["lru@10%"]["put_mbps"]
     assert doc["hdd@5%"]["measured_as"] == "hdd"
     assert not [k for k in doc["missing"] if not k.startswith("dss-")]
+
+
+def test_a_record_cut_short_counts_as_not_measured(tmp_path: Path) -> None:
+    """An interrupt while a record was written once left part of it, and the resumed
+    experiment stopped on it; now a record is whole or absent, and a cut one is not kept."""
+    for key, e in recorded_entries().items():
+        run = tmp_path / "runs" / key.replace("@", "-").replace("%", "") / "r1"
+        run.mkdir(parents=True)
+        text = json.dumps(e)
+        (run / "entry.json").write_text(text[: len(text) // 2] if key == "lru@10%" else text)
+    doc = caching.caching(
+        tmp_path, TINY, (5.0, 10.0), console=Console(file=StringIO()), run_nothing=True
+    )
+    assert "lru@10%" in doc["missing"]
+    assert doc["dss@10%"]["put_mbps"] == recorded_entries()["dss@10%"]["put_mbps"]
+    run = tmp_path / "fresh"
+    run.mkdir()
+    records.write_record(run / "entry.json", {"a": 1})
+    assert records.read_record(run / "entry.json") == {"a": 1}
+    assert [p.name for p in run.iterdir()] == ["entry.json"]  # no copy left beside it
 
 
 def test_summary_names_what_is_missing() -> None:
