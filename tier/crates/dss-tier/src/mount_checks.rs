@@ -104,7 +104,10 @@ pub fn apart(named: &[(&str, &Path, PathBuf)]) -> Result<(), String> {
     Ok(())
 }
 
-/// A cache whose tables this host cannot hold would abort the daemon as it starts.
+/// A cache whose tables this host cannot hold would abort the daemon as it starts. The
+/// engine's tables are counted, about two thirds of what the daemon holds per block (72
+/// bytes a block in all under the LRU list, measured): a cache that passes can still be
+/// too large for the host, one that fails never fits.
 fn cache_fits(policy: &Policy, mode: Option<Mode>, cache_size: u64) -> Result<(), String> {
     let resolved = policy.resolve(mode);
     let block = u64::from(resolved.block_size);
@@ -121,8 +124,8 @@ fn cache_fits(policy: &Policy, mode: Option<Mode>, cache_size: u64) -> Result<()
     match available_memory() {
         Some(have) if need > have => Err(format!(
             "--cache-size {cache_size} is {blocks} blocks of {block} bytes, whose tables need \
-             {} MiB of memory; {} MiB are available: give a smaller cache or a larger \
-             block_size",
+             at least {} MiB of memory; {} MiB are available: give a smaller cache or a \
+             larger block_size",
             need >> 20,
             have >> 20
         )),
