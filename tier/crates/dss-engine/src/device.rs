@@ -424,13 +424,19 @@ fn with_unit(v: &str, units: &[(&str, f64)], bare: Option<f64>) -> Option<f64> {
 }
 
 fn parse_size(kv: &str, v: &str) -> Result<u64, ModelError> {
-    let units = [("KiB", 1024.0), ("MiB", 1048576.0), ("GiB", 1073741824.0)];
+    let units = [
+        ("KiB", 1024.0),
+        ("MiB", 1048576.0),
+        ("GiB", 1073741824.0),
+        ("TiB", 1099511627776.0),
+    ];
     with_unit(v, &units, Some(1.0))
         .map(|b| b as u64)
         .filter(|&b| b >= crate::pagecache::PAGE)
         .ok_or_else(|| {
             ModelError(format!(
-                "override {kv:?}: need a size of at least 4KiB (e.g. 256MiB)"
+                "override {kv:?}: need a size of at least 4KiB, in bytes or with KiB, MiB, \
+                 GiB or TiB (e.g. 256MiB)"
             ))
         })
 }
@@ -905,6 +911,12 @@ mod tests {
             panic!()
         };
         assert_eq!(h.span(), h.capacity_bytes);
+        let Model::Hdd(h) = Model::parse("st1000nm0011:pagecache=1TiB").unwrap() else {
+            panic!()
+        };
+        assert_eq!(h.pagecache.map(|p| p.bytes), Some(1 << 40));
+        let e = Model::parse("st1000nm0011:pagecache=1T").unwrap_err().0;
+        assert!(e.contains("with KiB, MiB, GiB or TiB"), "{e}");
         for bad in [
             "hdd:span=3000GiB",
             "st1000nm0011:capacity_gb=50,span=70GiB",
