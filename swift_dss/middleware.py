@@ -124,7 +124,7 @@ from swift_dss.middleware_metrics import (
     count_success,
     refused,
 )
-from swift_dss.object_head import SLO_SIZE, object_size, status_response
+from swift_dss.object_head import object_size, put_size, status_response
 from swift_dss.proxy_authorize import authorize_as_proxy
 from swift_dss.settable_classes import SettableClasses, format_class_set
 
@@ -141,7 +141,6 @@ ENV_META_OBJECT_CLASS = environ_key(META_OBJECT_CLASS)
 ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 ENV_OBJECT_FILE = environ_key(OBJECT_FILE)
 ENV_CLASS_FILE = environ_key(CLASS_FILE)
-ENV_SLO_SIZE = environ_key(SLO_SIZE)
 _ENV_CLASS_HEADERS = (
     ENV_OBJECT_CLASS,
     ENV_RANGE_CLASS,
@@ -284,19 +283,12 @@ class DssMiddleware:
         denial = self._denied(req)
         if denial is not None:
             return denial(env, start_response)
-        length = env.get("CONTENT_LENGTH")
         try:
-            # As swob's req.content_length, without its trip through the header proxy.
-            size = int(length) if length is not None else None
+            size = put_size(env)
         except ValueError:
             raise HTTPBadRequest(
                 body="Content-Length is not a number\n", request=req, content_type="text/plain"
             ) from None
-        slo_size = env.get(ENV_SLO_SIZE)
-        if slo_size is not None:
-            # A large object's manifest: ranges refer to the object it stands for, whose
-            # size slo has worked out, not to the manifest's own bytes.
-            size = int(slo_size)
         if object_file:
             cmap = self._strip_object_file(req, size)
         else:

@@ -516,3 +516,23 @@ def test_an_archive_extraction_classifies_by_user_metadata(swift: Swift, saio: o
                                      "Accept": "application/json"})  # fmt: skip
     assert dropped.json()["Number Files Created"] == 1, dropped.text
     assert classes_of(swift, f"{d}/e") == {"X-Dss-Object-Class": "0"}
+
+
+def test_a_dynamic_large_object_manifest_takes_ranges_of_the_object_it_stands_for(
+    swift: Swift,
+) -> None:
+    """Its size is what its segments add up to when it is read, so a PUT of the manifest
+    takes its ranges as they are, as a POST to it always did; a plain empty object still
+    refuses ranges past its end."""
+    name, segment = new_name(), payload(10_000)
+    for i in (1, 2):
+        assert swift.request("PUT", f"c1/{name}-segs/{i}", data=segment).status_code == 201
+    ranges = {"X-DSS-Range-Class": "0-30-26"}  # 15,360 bytes: past one segment
+    resp = swift.request(
+        "PUT", f"c1/{name}", data=b"", headers={"X-Object-Manifest": f"c1/{name}-segs/", **ranges}
+    )
+    assert resp.status_code == 201, resp.text
+    assert classes_of(swift, name) == {"X-Dss-Object-Class": "0", "X-Dss-Range-Class": "0-30-26"}
+    assert swift.request("GET", f"c1/{name}").content == segment * 2
+    plain = swift.request("PUT", f"c1/{name}-plain", data=b"", headers=ranges)
+    assert plain.status_code == 400 and "object has 0" in plain.text
