@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from swift_dss.client.names import address_error
+from swift_dss.addresses import address_error
 
 
 class OutputDir(click.Path):
@@ -79,7 +79,7 @@ PORT = click.IntRange(0, 65535)
 
 
 class ContainerName(click.ParamType):
-    """A container name a request can address (``swift_dss.client.names``)."""
+    """A container name a request can address (``swift_dss.addresses``)."""
 
     name = "container"
 
@@ -93,7 +93,7 @@ CONTAINER = ContainerName()
 
 
 class ObjectName(click.ParamType):
-    """An object name a request can address (``swift_dss.client.names``)."""
+    """An object name a request can address (``swift_dss.addresses``)."""
 
     name = "object"
 

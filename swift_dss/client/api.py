@@ -19,13 +19,13 @@ import requests
 from swiftclient.client import Connection
 from swiftclient.exceptions import ClientException
 
+from swift_dss.addresses import address_error
 from swift_dss.client.auth import DEFAULT_AUTH_URL as DEFAULT_AUTH_URL
 from swift_dss.client.auth import DEFAULT_KEY as DEFAULT_KEY
 from swift_dss.client.auth import DEFAULT_USER as DEFAULT_USER
 from swift_dss.client.auth import SwiftAuth, connection_kwargs
 from swift_dss.client.classes import Classes, as_classmap, class_file, class_headers
 from swift_dss.client.classes import classes_from_headers as _classes_from_headers
-from swift_dss.client.names import address_error
 from swift_dss.formats import CLASS_FILE, OBJECT_FILE, ClassMap
 
 CHUNK = 64 * 1024

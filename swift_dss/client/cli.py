@@ -11,10 +11,10 @@ from typing import Any, BinaryIO
 
 import click
 
+from swift_dss.addresses import address_error
 from swift_dss.cli_types import CONTAINER, OBJECT, OutputFile
 from swift_dss.client.auth import AuthOptionError, SwiftAuth, auth_options
 from swift_dss.client.classes import class_headers, parse_classes
-from swift_dss.client.names import address_error
 from swift_dss.formats import (
     ClassError,
     ClassMap,
