@@ -110,8 +110,8 @@ from swift_dss.formats import (
     Limits,
     classmap_from_headers,
     classmap_to_headers,
+    file_flags,
     from_sysmeta,
-    parse_flag,
     read_classfile,
     to_sysmeta,
 )
@@ -268,8 +268,10 @@ class DssMiddleware:
     def handle_put(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         env = req.environ
         try:
-            class_file = parse_flag(env.get(ENV_CLASS_FILE), CLASS_FILE)
-            object_file = parse_flag(env.get(ENV_OBJECT_FILE), OBJECT_FILE)
+            class_file, object_file = file_flags(
+                env.get(ENV_CLASS_FILE), env.get(ENV_OBJECT_FILE), "PUT",
+                copy=env.get("swift.source") == COPY_SOURCE,
+            )  # fmt: skip
         except ClassError as err:
             # After the write check, as for every class header.
             return (self._denied(req) or self._error(err, req))(env, start_response)
@@ -373,6 +375,10 @@ class DssMiddleware:
         if denial is not None:
             # Without classes the proxy gives its own answer, exactly as without dss.
             return denial(env, start_response) if has_classes else self.app(env, start_response)
+        try:
+            file_flags(env.get(ENV_CLASS_FILE), env.get(ENV_OBJECT_FILE), "POST")
+        except ClassError as err:
+            raise self._error(err, req) from None
         cmap = self._header_classes(req, None) if has_classes else None
         if cmap is not None:
             self._authorize(req, account, cmap)

@@ -34,6 +34,23 @@ def parse_flag(value: str | None, header: str) -> bool:
     raise ClassError(f"{header} is {value[:40]!r}: give true or false")
 
 
+def file_flags(
+    class_file: str | None, object_file: str | None, method: str, copy: bool = False
+) -> tuple[bool, bool]:
+    """(class file, object file): what a request's body holds by its two flags. Only a
+    PUT's body is read, and a copy's (``copy``) is its source's data, so a true flag on
+    any other request would be ignored, and the class file lost with it."""
+    flags = parse_flag(class_file, CLASS_FILE), parse_flag(object_file, OBJECT_FILE)
+    named = CLASS_FILE if flags[0] else OBJECT_FILE
+    if all(flags):
+        raise ClassError(f"{CLASS_FILE} and {OBJECT_FILE} exclude each other: give one")
+    if any(flags) and method != "PUT":
+        raise ClassError(f"{named} goes with a PUT: a {method}'s body is not read")
+    if any(flags) and copy:
+        raise ClassError(f"{named} cannot go with a copy, whose body is its source's data")
+    return flags
+
+
 def parse_number(text: str, what: str) -> int:
     text = text.strip()
     if not _NUMBER.fullmatch(text):

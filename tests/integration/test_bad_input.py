@@ -194,6 +194,23 @@ EXISTING_CASES = [
         "limit",
     ),
     ("class file bad magic", "PUT", {"X-DSS-Class-File": "True"}, b"DX" + bytes(15), 400, "magic"),
+    # A copy's body is its source's data: it was read as a class file.
+    (
+        "copy with a class file",
+        "PUT",
+        {"X-Copy-From": "bad/source", "X-DSS-Class-File": "true"},
+        b"",
+        400,
+        "cannot go with a copy",
+    ),
+    (
+        "copy with an object file",
+        "PUT",
+        {"X-Copy-From": "bad/source", "X-DSS-Object-File": "true"},
+        b"",
+        400,
+        "cannot go with a copy",
+    ),
     (
         "class file past end",
         "PUT",
@@ -214,6 +231,18 @@ EXISTING_CASES = [
         "overlaps",
     ),
     ("get class too high", "GET", {"X-DSS-Object-Class": "1000"}, None, 400, "outside"),
+    # A POST's body is not read: its class file would be lost, and its user metadata with
+    # it, as a POST without X-Object-Meta-* headers drops them.
+    ("post class file", "POST", {"X-DSS-Class-File": "true"}, encode_object(26), 400, "a PUT"),
+    ("post malformed flag", "POST", {"X-DSS-Object-File": "tru"}, None, 400, "true or false"),
+    (
+        "both flags",
+        "PUT",
+        {"X-DSS-Class-File": "1", "X-DSS-Object-File": "1"},
+        encode_object(26),
+        400,
+        "exclude each other",
+    ),
 ]
 
 
@@ -221,6 +250,7 @@ EXISTING_CASES = [
 def swift(saio: object) -> Swift:
     s = Swift.connect(saio)
     assert s.request("PUT", "bad").status_code in (201, 202)
+    assert s.request("PUT", "bad/source", data=DATA).status_code == 201
     return s
 
 
