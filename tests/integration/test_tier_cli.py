@@ -414,6 +414,21 @@ def test_control_is_root_only(open_base: Path, tiers: list[Tier]) -> None:  # no
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.usefixtures("built")
+def test_a_detached_daemon_that_fails_says_why(tmp_path: Path) -> None:
+    """--daemon returns once the mount is up; a daemon that fails after the checks (here on
+    a journal cut short) says why in SSD/daemon.log, and the mount command repeats it."""
+    ssd, hdd, mnt = tmp_path / "s", tmp_path / "h", tmp_path / "m"
+    for d in (ssd, hdd, mnt):
+        d.mkdir()
+    (ssd / "cache.journal").write_bytes(b"DSS")
+    mount = ["mount", "--ssd", ssd, "--hdd", hdd, "--cache-size", "1MiB", "--policy", REFERENCE]
+    line = refused(run(*mount, "--daemon", mnt))
+    assert "mount failed (exit status: 1)" in line and "journal shorter than its header" in line
+    assert "journal shorter than its header" in (ssd / "daemon.log").read_text()
+    assert not os.path.ismount(mnt)
+
+
 def test_bad_input_on_a_mount(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
     tier = mounted_tier(make_tier)
     (tier.mnt / "sub").mkdir()

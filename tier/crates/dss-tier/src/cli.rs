@@ -105,7 +105,8 @@ pub struct MountArgs {
     /// serve from the HDD itself (policy placing everything on the HDD, no HDD model)
     #[arg(long)]
     pub no_passthrough: bool,
-    /// Detach, returning once the mount is visible
+    /// Detach, returning once the mount is visible; the daemon's messages go to
+    /// daemon.log in the SSD directory
     #[arg(long)]
     pub daemon: bool,
     /// The mount point

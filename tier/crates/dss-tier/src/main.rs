@@ -115,11 +115,22 @@ fn mount(m: MountArgs) -> Result<(), String> {
             .skip(1)
             .filter(|a| a != "--daemon")
             .collect();
+        // The detached daemon's messages (a journal replayed, a final write-back that
+        // failed) would otherwise be lost with its terminal.
+        let shown = |e: std::io::Error| format!("{}: {e}", m.ssd.display());
+        std::fs::create_dir_all(&m.ssd).map_err(shown)?;
+        let log_path = m.ssd.join(layout::DAEMON_LOG);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(shown)?;
+        let before = log.metadata().map_or(0, |md| md.len()) as usize;
         let mut child = std::process::Command::new(exe)
             .args(rest)
             .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stdout(log.try_clone().map_err(shown)?)
+            .stderr(log)
             .process_group(0)
             .spawn()
             .map_err(|e| e.to_string())?;
@@ -128,7 +139,11 @@ fn mount(m: MountArgs) -> Result<(), String> {
                 return Ok(());
             }
             if let Ok(Some(st)) = child.try_wait() {
-                return Err(format!("mount failed ({st})"));
+                let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(match said.get(before..).and_then(|s| s.lines().last()) {
+                    Some(line) => format!("mount failed ({st}): {line}"),
+                    None => format!("mount failed ({st})"),
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
