@@ -1,8 +1,9 @@
 """A dss-tier daemon for one mount point: started, waited for until its mount shows, settled,
 stopped, killed, and its mount undone.
 
-The daemon runs in the foreground of a session of its own (not `--daemon`, which silences
-it) so that its messages, a refused option included, land in its log. A `Daemon` is what a
+The daemon runs in the foreground of a session of its own (not `--daemon`, whose log is
+the SSD directory's daemon.log) so that its messages, a refused option included, land in the
+log the cluster names, and its pid is the daemon's own. A `Daemon` is what a
 cluster's state file keeps of it (`record`, `from_record`), so that a later command finds
 it by pid and command line.
 """
