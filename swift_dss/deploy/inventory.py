@@ -21,14 +21,14 @@ from swift_dss.formats.headers import parse_flag
 from swift_dss.settable_classes import SettableClasses
 from swift_dss.tierctl.options import (
     META_WRITES,
+    TIER_MODES,
     cache_size_bytes,
     meta_memory_error,
-    model_error,
+    models_error,
 )
 
 #: Swift's customary ports; each storage node runs all three servers.
 DEFAULT_PORTS = {"account": 6202, "container": 6201, "object": 6200}
-TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 #: A Unix user name as Debian's adduser takes it (NAME_REGEX), upper case allowed.
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\$?$")
@@ -366,11 +366,8 @@ def _tier_error(settings: dict[str, str]) -> str | None:
         return f"policy {settings['policy']!r} must be an absolute path on the nodes"
     if "cache_size" in settings and not cache_size_bytes(settings["cache_size"]):
         return f"cache_size {settings['cache_size']!r} is not a size such as 64G"
-    for which in ("ssd", "hdd"):
-        if (spec := settings.get(f"{which}_model")) and (
-            reason := model_error(which.upper(), spec)
-        ):
-            return reason
+    if reason := models_error(settings.get("ssd_model"), settings.get("hdd_model")):
+        return reason
     if "meta_memory" in settings and (reason := meta_memory_error(settings["meta_memory"])):
         return reason
     if settings.get("meta_writes", "sync") not in META_WRITES:

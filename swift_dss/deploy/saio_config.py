@@ -12,13 +12,13 @@ from swift_dss.deploy.tempauth import DEFAULT_USERS, tempauth_options
 from swift_dss.policies import policy_path
 from swift_dss.tierctl import TierError, binary
 from swift_dss.tierctl.options import (
+    TIER_MODES,
     MountOptions,
     cache_size_bytes,
     meta_memory_error,
-    model_error,
+    models_error,
 )
 
-TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
 #: Device model profiles dss-tier knows (each may carry ":key=value,..." overrides).
 DEFAULT_CACHE_SIZE = "256MiB"
 
@@ -129,9 +129,8 @@ class SaioConfig(ClusterConfig):
         if not cache_size_bytes(self.tier_cache()):
             raise SaioError(f"{what} {self.tier_cache()!r} is not a size such as 256MiB")
         self.tier_policy_file()
-        for which, model in (("SSD", self.tier_ssd_model), ("HDD", self.tier_hdd_model)):
-            if reason := model_error(which, model):
-                raise SaioError(reason)
+        if reason := models_error(self.tier_ssd_model, self.tier_hdd_model):
+            raise SaioError(reason)
         if reason := meta_memory_error(self.tier_meta_memory):
             raise SaioError(reason)
         tier_binary()

@@ -21,7 +21,7 @@ from swift_dss.testbed.shaping import (
     parse_rate,
 )
 from swift_dss.testbed.tcp_timers import LINUX_RTO_MIN_MS
-from swift_dss.tierctl.options import META_WRITES, meta_memory_error, model_error
+from swift_dss.tierctl.options import META_WRITES, meta_memory_error, models_error
 
 #: The paper's workers. On a 2-core machine 32 + 4 x 3 x 8 = 128 server processes would
 #: spend the cores switching between them, so the defaults below are scaled down.
@@ -164,9 +164,8 @@ class TestbedSettings:
             self.models()
         except (DilationError, ShapingError) as err:
             raise TestbedError(str(err)) from None
-        for which, spec in (("SSD", self.ssd_model), ("HDD", self.hdd_model)):
-            if reason := model_error(which, spec):
-                raise TestbedError(reason)
+        if reason := models_error(self.ssd_model, self.hdd_model):
+            raise TestbedError(reason)
         if self.meta_writes not in META_WRITES:
             raise TestbedError(
                 f"meta_writes must be one of {', '.join(META_WRITES)}, not {self.meta_writes!r}"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from swift_dss.sizes import parse_size
 
+#: dss-tier's modes (`mount --mode`, a policy's `mode`).
+TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
 #: dss-tier's device model profiles (a model string is one, optionally with :key=value,...).
 MODEL_PROFILES = ("none", "st1000nm0011", "intel710", "hdd", "ssd")
 
@@ -67,6 +69,14 @@ def mount_command(
 
 #: dss-tier's --meta-writes values.
 META_WRITES = ("sync", "buffered")
+
+
+def models_error(ssd: str | None, hdd: str | None) -> str | None:
+    """Why the SSD or HDD model cannot be, if either cannot (None: not given)."""
+    for which, spec in (("SSD", ssd), ("HDD", hdd)):
+        if spec is not None and (reason := model_error(which, spec)):
+            return reason
+    return None
 
 
 def meta_memory_error(text: str) -> str | None:
