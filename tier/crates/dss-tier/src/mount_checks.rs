@@ -152,15 +152,18 @@ mod tests {
         .unwrap()
     }
 
+    /// The three places as `check_mount` names them, given as s, h and m.
+    fn three(ssd: &str, hdd: &str, mnt: &str) -> [(&'static str, &'static Path, PathBuf); 3] {
+        [
+            ("--ssd", Path::new("s"), PathBuf::from(ssd)),
+            ("--hdd", Path::new("h"), PathBuf::from(hdd)),
+            ("the mount point", Path::new("m"), PathBuf::from(mnt)),
+        ]
+    }
+
     #[test]
     fn nested_or_equal_directories_are_refused() {
-        let p = |s: &str| PathBuf::from(s);
-        let ok = [
-            ("--ssd", Path::new("s"), p("/srv/ssd")),
-            ("--hdd", Path::new("h"), p("/srv/hdd")),
-            ("the mount point", Path::new("m"), p("/srv/hdd-mnt")),
-        ];
-        assert!(apart(&ok).is_ok());
+        assert!(apart(&three("/srv/ssd", "/srv/hdd", "/srv/hdd-mnt")).is_ok());
         for (ssd, hdd, mnt, said) in [
             (
                 "/srv/a",
@@ -179,12 +182,7 @@ mod tests {
             ("/s", "/m/h", "/m", "--hdd h is inside the mount point m"),
             ("/s", "/h", "/h/m", "--hdd h contains the mount point m"),
         ] {
-            let named = [
-                ("--ssd", Path::new("s"), p(ssd)),
-                ("--hdd", Path::new("h"), p(hdd)),
-                ("the mount point", Path::new("m"), p(mnt)),
-            ];
-            let e = apart(&named).unwrap_err();
+            let e = apart(&three(ssd, hdd, mnt)).unwrap_err();
             assert!(e.starts_with(said), "{e}");
         }
     }
