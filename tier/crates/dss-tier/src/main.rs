@@ -99,14 +99,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
         policy,
         policy_path,
         hdd,
-    } = check_mount(
-        &m.ssd,
-        &m.hdd,
-        &m.mountpoint,
-        &m.policy,
-        m.mode,
-        m.cache_size,
-    )?;
+    } = check_mount(&m)?;
     if m.daemon {
         // Re-run in the foreground, detached into its own process group, and return
         // once the mount is visible.

@@ -1,6 +1,7 @@
 //! What a mount's options point at, checked before anything is created or detached: a
 //! daemon that fails after detaching can only say so in a log.
 
+use crate::cli::MountArgs;
 use dss_engine::{Cache, Mode, Policy};
 use std::path::{Path, PathBuf};
 
@@ -15,14 +16,8 @@ pub struct Checked {
 /// fixed part (counters, list heads) is a small share of it.
 const SAMPLE_ENTRIES: u64 = 1 << 14;
 
-pub fn check_mount(
-    ssd: &Path,
-    hdd: &Path,
-    mountpoint: &Path,
-    policy: &Path,
-    mode: Option<Mode>,
-    cache_size: u64,
-) -> Result<Checked, String> {
+pub fn check_mount(m: &MountArgs) -> Result<Checked, String> {
+    let (ssd, hdd, mountpoint, policy) = (&m.ssd, &m.hdd, &m.mountpoint, &m.policy);
     let shown = policy.display();
     let policy_path = std::fs::canonicalize(policy).map_err(|e| format!("{shown}: {e}"))?;
     let text = std::fs::read_to_string(&policy_path).map_err(|e| format!("{shown}: {e}"))?;
@@ -38,7 +33,7 @@ pub fn check_mount(
         ("--hdd", hdd, hdd_dir.clone()),
         ("the mount point", mountpoint, mount_dir),
     ])?;
-    cache_fits(&parsed, mode, cache_size)?;
+    cache_fits(&parsed, m.mode, m.cache_size)?;
     Ok(Checked {
         policy: parsed,
         policy_path,
