@@ -2,6 +2,9 @@
 //! filesystem mounted as a Swift device. `dss-tier --help` lists the commands; `cli`
 //! holds their options.
 
+#[macro_use]
+mod diag;
+
 mod anchors;
 mod cli;
 mod control;
@@ -149,7 +152,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
     // files whose latest blocks died with the SSD must never be served from the HDD.
     if let Some(loss) = fsck::detect_loss(&m.ssd, &hdd)? {
         let ev = fsck::quarantine(&m.ssd, &hdd, &loss)?;
-        eprintln!(
+        tell!(
             "dss-tier: SSD cache lost: {}; {} files whose latest blocks were only on the SSD \
              moved to {} ({} more were deleted files); see {}",
             ev.reason,
@@ -176,18 +179,21 @@ fn mount(m: MountArgs) -> Result<(), String> {
         core.buffer_meta_writes();
     }
     if replay.clean_restored > 0 {
-        eprintln!(
+        tell!(
             "dss-tier: warm start: {} clean blocks kept from the last clean unmount",
             replay.clean_restored
         );
     } else if m.warm && !replay.previous_clean {
-        eprintln!("dss-tier: --warm: no clean unmount to start from; starting cold");
+        tell!("dss-tier: --warm: no clean unmount to start from; starting cold");
     }
     if replay.restored + replay.orphaned + replay.corrupt + replay.written_back > 0 {
-        eprintln!(
+        tell!(
             "dss-tier: journal replayed: {} dirty blocks restored, {} written back, {} of \
              deleted files dropped, {} torn records",
-            replay.restored, replay.written_back, replay.orphaned, replay.corrupt
+            replay.restored,
+            replay.written_back,
+            replay.orphaned,
+            replay.corrupt
         );
     }
     let core = Arc::new(core);
@@ -243,7 +249,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
         // final write-back.
         Ok(_held) => std::process::exit(0),
         Err(e) => {
-            eprintln!("dss-tier: final write-back: {e} (the journal keeps the rest)");
+            tell!("dss-tier: final write-back: {e} (the journal keeps the rest)");
             std::process::exit(1)
         }
     }
@@ -515,7 +521,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("{}", usage_error(&e));
+            tell!("{}", usage_error(&e));
             return ExitCode::from(2);
         }
     };
@@ -538,7 +544,7 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("dss-tier: {e}");
+            tell!("dss-tier: {e}");
             ExitCode::FAILURE
         }
     }

@@ -14,7 +14,7 @@ impl Core {
     /// that cannot be written is reported, and the change stays in memory.
     pub(super) fn commit_logged(&self, inner: &mut Inner) {
         if let Err(e) = self.commit(inner, None) {
-            eprintln!("dss-tier: journal write failed: {e}");
+            tell!("dss-tier: journal write failed: {e}");
         }
     }
 

@@ -85,7 +85,7 @@ impl Core {
         let mut synced = true;
         for f in &touched {
             if let Err(e) = f.sync_data() {
-                eprintln!("dss-tier: sync after write-back failed: {e}");
+                tell!("dss-tier: sync after write-back failed: {e}");
                 synced = false;
             }
         }
@@ -259,7 +259,7 @@ impl Core {
                 }
                 Ok((_, t)) => self.wait_until(t),
                 Err(e) => {
-                    eprintln!("dss-tier: write-back failed: {e}");
+                    tell!("dss-tier: write-back failed: {e}");
                     std::thread::sleep(Duration::from_millis(100));
                 }
             }

@@ -53,7 +53,7 @@ impl Filesystem for TierFs {
         // user truncates (setattr). Capabilities stay the kernel's: it checks them on
         // the first write and after any security.* xattr changes.
         if let Err(missing) = config.add_capabilities(InitFlags::FUSE_HANDLE_KILLPRIV_V2) {
-            eprintln!("dss-tier: kernel lacks {missing:?}; every write costs a getxattr");
+            tell!("dss-tier: kernel lacks {missing:?}; every write costs a getxattr");
         }
         // Lookups and readdirs of one directory in parallel (Swift's workers all work in
         // the same few directories); each takes only the locks it needs here.
@@ -76,7 +76,7 @@ impl Filesystem for TierFs {
             let granted = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
                 && config.set_max_stack_depth(1).is_ok();
             if !granted {
-                eprintln!(
+                tell!(
                     "dss-tier: the kernel offers no FUSE passthrough; every I/O goes through the daemon"
                 );
             }

@@ -110,7 +110,7 @@ impl Deciding<'_> {
             }
             Err(e) => {
                 if self.backings.enabled.swap(false, Ordering::Relaxed) {
-                    eprintln!(
+                    tell!(
                         "dss-tier: the kernel refused a passthrough backing file ({e}); \
                          passthrough is off for this mount"
                     );

@@ -1,5 +1,5 @@
-"""A tier whose HDD fills up: writes fail with ENOSPC, none hangs, and what the tier
-acknowledged stays readable, across a remount too.
+"""A tier whose HDD or SSD fills up: writes fail with ENOSPC, none hangs, the mount goes
+on serving, and what the tier acknowledged stays readable, across a remount too.
 
 With a write-back cache, a full HDD makes every write-back fail. The dirty blocks then
 fill the cache, and a writer that needs room waits for write-back that never makes any.
@@ -19,6 +19,8 @@ import pytest
 
 from swift_dss.dssio import get_backend
 from tests.integration.tier_helpers import (  # noqa: F401
+    BIN,
+    REFERENCE,
     MakeTier,
     Tier,
     force_unmount,
@@ -105,3 +107,44 @@ def test_a_full_hdd_fails_writes_and_keeps_what_was_acknowledged(
     finally:
         t.kill()
         force_unmount(t.hdd)
+
+
+def detached(t: Tier, *args: str) -> None:
+    """Runs `dss-tier ARGS` on T's directories (a mount with --daemon, or umount)."""
+    command = [str(BIN), *args, str(t.mnt)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_full_ssd_fails_writes_and_the_mount_goes_on(make_tier: MakeTier) -> None:  # noqa: F811
+    """Something else fills the SSD's file system under a cache that fits it. The journal's
+    writes fail, and the daemon says so in its log: a detached daemon's log is on that
+    same SSD, so the line cannot be written either. A line it cannot write must not stop
+    the request that had it to say (that poisoned the locks, and every later request on
+    the mount, a stat of its root included, answered EIO)."""
+    t = make_tier()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(t.ssd)], check=True)
+    mount = ["mount", "--ssd", str(t.ssd), "--hdd", str(t.hdd), "--cache-size", "4MiB"]
+    mount += ["--policy", str(REFERENCE), "--daemon"]
+    try:
+        filler = t.ssd / "filler"
+        filler.write_bytes(bytes(6 * MIB))
+        detached(t, *mount)
+        acknowledged, failed = fill(t)
+        assert acknowledged, "nothing was written before the SSD filled"
+        assert failed and set(failed) == {errno.ENOSPC}, failed
+        assert sorted(p.name for p in t.mnt.iterdir()) == sorted(f"f{i}" for i in range(FILES))
+        assert_readable(t, acknowledged)
+        # Room again: writes are acknowledged, and an unmount writes every one back.
+        filler.unlink()
+        acknowledged["after"] = os.urandom(MIB)
+        write_file(t.mnt / "after", 25, acknowledged["after"])
+        detached(t, "umount")
+        for name, body in acknowledged.items():
+            assert (t.hdd / name).read_bytes() == body, name
+        detached(t, *mount)
+        assert_readable(t, acknowledged)
+        detached(t, "umount")
+    finally:
+        force_unmount(t.mnt)
+        force_unmount(t.ssd)
