@@ -28,6 +28,7 @@ from tests.integration.tier_helpers import (  # noqa: F401
     REFERENCE,
     MakeTier,
     Tier,
+    force_unmount,
     make_tier,
     tiers,
     tmpfs,
@@ -180,6 +181,34 @@ def test_bad_input_without_a_mount(tmp_path: Path) -> None:
         line = refused(run(*args))
         assert why in line, (args, line)
     assert not (tmp_path / "s").exists(), "a refused mount created nothing"
+
+
+@pytest.mark.usefixtures("built")
+def test_mount_sees_through_bind_mounts_and_measures_the_ssd(tmp_path: Path) -> None:
+    """A bind mount shows a directory at a second path: the check that keeps the SSD, the
+    HDD and the mount point apart sees through it. A cache larger than the file system
+    under the SSD directory is refused: filling it would fail every write while the HDD
+    had room."""
+    small, hdd, mnt, bound = (tmp_path / name for name in ("small", "h", "m", "b"))
+    for d in (small, hdd, mnt, bound):
+        d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", small], check=True)
+    try:
+        subprocess.run(["mount", "--bind", hdd, bound], check=True)
+        mount = ["mount", "--hdd", hdd, "--policy", REFERENCE]
+        for args, why in [
+            ([*mount, "--ssd", small / "s", "--cache-size", "1MiB", bound], "is the same"),
+            ([*mount, "--ssd", bound / "c", "--cache-size", "1MiB", mnt], "is inside --hdd"),
+            ([*mount, "--ssd", small / "s", "--cache-size", "5MiB", mnt], "larger than the"),
+        ]:
+            line = refused(run(*args))
+            assert why in line, (args, line)
+        assert not (small / "s").exists() and not (hdd / "c").exists()
+        ok(*mount, "--ssd", small / "s", "--cache-size", "4MiB", "--daemon", mnt)
+        ok("umount", mnt)
+    finally:
+        for path in (mnt, bound, small):
+            force_unmount(path)
 
 
 # --- on a mount ------------------------------------------------------------------------------

@@ -28,12 +28,14 @@ pub fn check_mount(m: &MountArgs) -> Result<Checked, String> {
     if ssd.exists() {
         directory(ssd)?;
     }
+    let ssd_dir = resolved(ssd)?;
     apart(&[
-        ("--ssd", ssd, resolved(ssd)?),
+        ("--ssd", ssd, ssd_dir.clone()),
         ("--hdd", hdd, hdd_dir.clone()),
         ("the mount point", mountpoint, mount_dir),
     ])?;
     cache_fits(&parsed, m.mode, m.cache_size)?;
+    cache_room(ssd, &ssd_dir, m.cache_size)?;
     Ok(Checked {
         policy: parsed,
         policy_path,
@@ -80,14 +82,11 @@ fn resolved(path: &Path) -> Result<PathBuf, String> {
 pub fn apart(named: &[(&str, &Path, PathBuf)]) -> Result<(), String> {
     for (i, (a, a_given, a_path)) in named.iter().enumerate() {
         for (b, b_given, b_path) in &named[i + 1..] {
-            let relation = if a_path == b_path {
-                "is the same directory as"
-            } else if a_path.starts_with(b_path) {
-                "is inside"
-            } else if b_path.starts_with(a_path) {
-                "contains"
-            } else {
-                continue;
+            let relation = match (within(a_path, b_path), within(b_path, a_path)) {
+                (true, true) => "is the same directory as",
+                (true, false) => "is inside",
+                (false, true) => "contains",
+                (false, false) => continue,
             };
             return Err(format!(
                 "{a} {} {relation} {b} {}: each must be apart from the others",
@@ -95,6 +94,35 @@ pub fn apart(named: &[(&str, &Path, PathBuf)]) -> Result<(), String> {
                 b_given.display()
             ));
         }
+    }
+    Ok(())
+}
+
+/// Whether `inner` is `outer` or below it: by their paths, or by the directories
+/// themselves, which a bind mount shows at a second path.
+fn within(inner: &Path, outer: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    inner.starts_with(outer)
+        || identity(outer).is_some_and(|id| inner.ancestors().any(|p| identity(p) == Some(id)))
+}
+
+/// The cache's slab lives in the SSD directory. One larger than the file system under
+/// it fills that file system part-way through: the slab's and the journal's writes then
+/// fail with ENOSPC, and so does every write to the mount after them, while the HDD has
+/// room. `ssd_dir` is `ssd` resolved; the part of it that exists says which file system.
+fn cache_room(ssd: &Path, ssd_dir: &Path, cache_size: u64) -> Result<(), String> {
+    let Some(existing) = ssd_dir.ancestors().find(|p| p.exists()) else {
+        return Ok(());
+    };
+    let fs = rustix::fs::statvfs(existing).map_err(|e| format!("{}: {e}", ssd.display()))?;
+    let total = fs.f_blocks.saturating_mul(fs.f_frsize);
+    if cache_size > total {
+        return Err(format!(
+            "--cache-size {cache_size} is larger than the file system under --ssd {}, which \
+             holds {total} bytes: give a smaller cache or a larger SSD",
+            ssd.display()
+        ));
     }
     Ok(())
 }
