@@ -303,7 +303,7 @@ fn stats(a: cli::StatsArgs) -> Result<(), String> {
     let text = read_stats(mp)?;
     let s: stats::Stats = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     if a.csv {
-        print!("{}", output::stats_csv(&s));
+        say!("{}", output::stats_csv(&s));
         return Ok(());
     }
     // Losses are recorded on the HDD, found through the mount's source (`dss-tier:HDD`).
@@ -318,11 +318,11 @@ fn stats(a: cli::StatsArgs) -> Result<(), String> {
                 serde_json::to_value(&losses).map_err(|e| e.to_string())?,
             );
         }
-        println!("{doc}");
+        sayln!("{doc}");
     } else {
-        print!("{}", s.render());
+        say!("{}", s.render());
         for ev in &losses {
-            println!(
+            sayln!(
                 "SSD cache lost (at {} s since the epoch): {}; {} stale files set aside in {}",
                 ev.time,
                 ev.reason,
@@ -350,10 +350,10 @@ fn dump(a: cli::DumpArgs) -> Result<(), String> {
     tier_mount(mp)?;
     let text = read_xattr(mp, fs::CONTENT_XATTR)?;
     if a.json {
-        println!("{text}");
+        sayln!("{text}");
     } else {
         let c: stats::Content = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        print!("{}", c.render());
+        say!("{}", c.render());
     }
     Ok(())
 }
@@ -372,12 +372,12 @@ fn list(a: cli::ListArgs) -> Result<(), String> {
         })
         .collect();
     if a.json {
-        println!(
+        sayln!(
             "{}",
             serde_json::to_string(&rows).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", output::mounts_table(&rows));
+        say!("{}", output::mounts_table(&rows));
     }
     Ok(())
 }
@@ -403,7 +403,7 @@ fn control(mp: &Path, request: Request) -> Result<(), String> {
     let text = read_xattr(mp, CONTROL_XATTR)?;
     let outcome: Outcome = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     if outcome.ok {
-        println!("{shown}: {}", outcome.message);
+        sayln!("{shown}: {}", outcome.message);
         Ok(())
     } else {
         Err(format!("{shown}: {}", outcome.message))
@@ -476,10 +476,10 @@ fn fsck_cmd(a: cli::FsckArgs) -> Result<bool, String> {
     ])?;
     let r = fsck::fsck(&a.ssd, &a.hdd, a.repair)?;
     for n in &r.notes {
-        println!("{n}");
+        sayln!("{n}");
     }
     for p in &r.problems {
-        println!("problem: {p}");
+        sayln!("problem: {p}");
     }
     Ok(r.problems.is_empty() || a.repair)
 }
