@@ -8,6 +8,7 @@ which extra to install, in one line, and exits 1.
 
 from __future__ import annotations
 
+import errno
 import importlib
 from typing import Any, NoReturn
 
@@ -129,6 +130,12 @@ class LazyGroup(click.Group):
             if extra is None:
                 raise
             raise click.ClickException(extra_message(command, str(e.name), extra)) from None
+        except OSError as e:
+            # A full disk under the output is the user's to mend, not a fault to trace.
+            # (A reader that has gone, EPIPE, click ends quietly with status 1.)
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise click.ClickException(f"{e.filename or 'output'}: {e.strerror}") from None
 
 
 @click.group(cls=LazyGroup)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,24 @@ def assert_usage_error(result: Result, *words: str) -> None:
     assert last.startswith("Error: "), result.output
     for word in words:
         assert word in last, last
+
+
+def test_output_nobody_can_take_ends_the_command_in_one_line_or_none(tmp_path: Path) -> None:
+    """A reader that has gone ends the command quietly (click's way); a full disk is one
+    line, where it was a traceback."""
+    cls = tmp_path / "c.cls"
+    assert run("classfile", "encode", "--object", "25", "-o", str(cls)).exit_code == 0
+    reader, writer = os.pipe()
+    os.close(reader)
+    dss = [sys.executable, "-c", "from swift_dss.cli import main; main()"]
+    with open(writer, "wb") as gone_reader, open("/dev/full", "wb") as full:
+        for out, status, said in ((gone_reader, 1, ""), (full, 1, "No space left")):
+            proc = subprocess.run(
+                [*dss, "classfile", "decode", "--json", str(cls)], stdout=out,
+                stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert proc.returncode == status, proc.stderr
+            assert said in proc.stderr and len(proc.stderr.splitlines()) == int(bool(said))
 
 
 @pytest.mark.parametrize("cls_bytes", ["1", "2", "3", "4"])

@@ -15,9 +15,9 @@ macro_rules! tell {
 }
 
 /// `print!` for a command's output, which never panics either. Output that cannot be
-/// written ends the command: quietly when its reader has gone (`dss-tier dump | head`),
-/// with the status a shell gives a command SIGPIPE ended (128 + 13); with the reason and
-/// status 1 otherwise (`> /dev/full`).
+/// written ends the command with status 1: quietly when its reader has gone (`dss-tier
+/// dump | head`), as click ends the `dss` commands; with the reason otherwise (`>
+/// /dev/full`).
 macro_rules! say {
     ($($arg:tt)*) => { $crate::diag::emit(format_args!($($arg)*)) };
 }
@@ -31,10 +31,9 @@ pub fn emit(args: std::fmt::Arguments) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(128 + 13);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            tell!("dss-tier: standard output: {e}");
         }
-        tell!("dss-tier: standard output: {e}");
         std::process::exit(1);
     }
 }
