@@ -148,3 +148,50 @@ def test_a_full_ssd_fails_writes_and_the_mount_goes_on(make_tier: MakeTier) -> N
     finally:
         force_unmount(t.mnt)
         force_unmount(t.ssd)
+
+
+def fill_up(path: Path) -> None:
+    """Writes PATH until its file system has no byte left."""
+    with open(path, "wb", buffering=0) as f:
+        for chunk in (bytes(64 << 10), bytes(4096)):
+            try:
+                while True:
+                    f.write(chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+
+
+def test_a_write_the_full_ssd_cannot_take_leaves_the_files_bytes(make_tier: MakeTier) -> None:  # noqa: F811
+    """An overwrite of a file cached nowhere, once the SSD's file system is full: the
+    cache's new slots cannot be written, and the write fails. The blocks it had given
+    those slots must be forgotten: read or written back, they replaced the file's bytes
+    with what the slots held (zeros: a failed overwrite zeroed 64 KiB on the HDD)."""
+    t = make_tier()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(t.ssd)], check=True)
+    try:
+        body = os.urandom(MIB)
+        t.mount(cache_size="4MiB", mode="hdd")
+        write_file(t.mnt / "a", 25, body)
+        t.umount()
+        t.mount(cache_size="4MiB", mode="dss")
+        fill_up(t.ssd / "filler")
+        fd = os.open(t.mnt / "a", os.O_WRONLY)
+        try:
+            with pytest.raises(OSError) as failed:
+                TIER.pdwrite(fd, 25, b"Z" * (64 << 10), 0)
+            assert failed.value.errno == errno.ENOSPC
+            os.fsync(fd)
+        finally:
+            TIER.release(fd)
+            os.close(fd)
+        assert (t.mnt / "a").read_bytes() == body
+        # Room again: the same write is taken, and everything reaches the HDD.
+        (t.ssd / "filler").unlink()
+        body = b"Z" * (64 << 10) + body[64 << 10 :]
+        write_file(t.mnt / "a", 25, body[: 64 << 10])
+        assert (t.mnt / "a").read_bytes() == body
+        t.umount()
+        assert (t.hdd / "a").read_bytes() == body
+    finally:
+        force_unmount(t.mnt)
+        force_unmount(t.ssd)

@@ -266,6 +266,19 @@ impl PageSet {
     }
 }
 
+/// Give the journal's `len` bytes their room on the SSD now. Written into a sparse file,
+/// a record could fail once the SSD's file system was full (the slab is sparse, and other
+/// files may share that file system): the cache would then go on without records that a
+/// restart needs. A file system that cannot reserve room (no `fallocate`) keeps the file
+/// as it is.
+fn reserve(file: &File, len: u64) -> io::Result<()> {
+    use rustix::fs::{FallocateFlags, fallocate};
+    match fallocate(file, FallocateFlags::empty(), 0, len) {
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP => Ok(()),
+        r => r.map_err(io::Error::from),
+    }
+}
+
 /// The live journal of a mounted tier: an in-memory image of the table, the pages that
 /// differ from the file, and the pages written to the file since its last sync.
 pub struct Journal {
@@ -285,6 +298,7 @@ impl Journal {
         let size = entries as usize * RECORD;
         file.set_len(0)?;
         file.set_len(HEADER + size as u64)?;
+        reserve(&file, HEADER + size as u64)?;
         let pages = size.div_ceil(PAGE);
         let j = Journal {
             file,
@@ -307,6 +321,7 @@ impl Journal {
     /// is what the file holds, so nothing needs writing out yet.
     pub fn create_from(file: File, loaded: &Loaded) -> io::Result<Journal> {
         let size = loaded.header.entries as usize * RECORD;
+        reserve(&file, HEADER + size as u64)?;
         let mut image = vec![0u8; size];
         let mut records = vec![Record::EMPTY; loaded.header.entries as usize];
         for &(slot, rec) in &loaded.records {
@@ -454,6 +469,25 @@ mod tests {
         }
         assert_eq!(Record::decode(&[0u8; RECORD]), Some(Record::EMPTY));
         assert_eq!(Record::EMPTY.encode(), [0u8; RECORD]);
+    }
+
+    #[test]
+    fn a_journal_holds_its_room_on_the_ssd_from_the_start() {
+        use rustix::fs::{FallocateFlags, fallocate};
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, p) = tmp("room");
+        let on_disk = || std::fs::metadata(&p).unwrap().blocks() * 512;
+        let len = HEADER + 1000 * RECORD as u64;
+        drop(Journal::create(open(&p), 4096, 1000).unwrap());
+        assert!(on_disk() >= len, "{} of {len} bytes reserved", on_disk());
+        // One reopened sparse (as a daemon before 29 November left it) gets its room too.
+        let l = load(&open(&p)).unwrap().unwrap().unwrap();
+        let f = open(&p);
+        let hole = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        fallocate(&f, hole, HEADER, len - HEADER).unwrap();
+        assert!(on_disk() < len);
+        Journal::create_from(f, &l).unwrap();
+        assert!(on_disk() >= len, "{} of {len} bytes reserved", on_disk());
     }
 
     #[test]

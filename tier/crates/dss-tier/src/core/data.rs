@@ -105,11 +105,13 @@ impl Core {
             done = done.max(self.fill(inner, file, id, fills, out)?);
             Ok(())
         })();
-        let c = self.commit(inner, None);
+        // A read changes no dirty block's record that a restart needs (it fills free or
+        // clean slots, and a class only orders write-back): a journal that cannot be
+        // written, as on a full SSD, must not fail it.
+        self.commit_logged(inner);
         self.kick(inner);
         drop(g);
         r?;
-        c?;
         Ok(self.deadline(done))
     }
 
@@ -267,6 +269,8 @@ impl Core {
         let (bs, id, data) = (self.bs, w.id, w.data);
         let end = w.end();
         let (mut ssd, mut hdd) = (Run::default(), Run::default());
+        // The blocks of the pending SSD run that had no entry before this write.
+        let mut fresh = Vec::new();
         let mut anchored = false;
         let mut done = 0;
         while *pos < end {
@@ -299,15 +303,18 @@ impl Core {
                     if hit || n as u64 == bs {
                         let dev = u64::from(slot) * bs + within;
                         if !ssd.extend(dev, at, n) {
-                            done = done.max(self.ssd_write_run(inner, ssd, data)?);
+                            let t = self.ssd_write_run(inner, ssd, data);
+                            done = done.max(forget_if_failed(inner, t, &mut fresh)?);
                             ssd = Run::start(dev, at, n);
+                        }
+                        if !hit {
+                            fresh.push(key);
                         }
                     } else {
                         // A new entry for part of a block: the rest comes from the HDD.
                         let src = &data[at..][..n];
-                        let t =
-                            self.fill_partial(inner, w.file, key, w.fsize, slot, within, src)?;
-                        done = done.max(t);
+                        let t = self.fill_partial(inner, w.file, key, w.fsize, slot, within, src);
+                        done = done.max(forget_if_failed(inner, t, &mut vec![key])?);
                     }
                 }
                 WriteOutcome::Hdd { .. } => {
@@ -320,7 +327,8 @@ impl Core {
             }
             *pos += n as u64;
         }
-        done = done.max(self.ssd_write_run(inner, ssd, data)?);
+        let t = self.ssd_write_run(inner, ssd, data);
+        done = done.max(forget_if_failed(inner, t, &mut fresh)?);
         done = done.max(self.hdd_write_run(inner, w.file, id, hdd, data)?);
         // The HDD file's size stays the file's size even while its tail is only cached
         // (the journal's `valid` makes that size durable with the block). Asked again
@@ -539,6 +547,24 @@ impl Core {
         }
         self.commit(&mut g, None)
     }
+}
+
+/// The outcome of a slab write, after which `fresh` (the blocks it wrote that had no
+/// entry before) is emptied. If it failed (the SSD's file system full, the SSD failing),
+/// those blocks are forgotten, so that the HDD's copy stands: a new slot holds what its
+/// last block left there, or nothing, and served or written back as this block it would
+/// replace the file's bytes with those (until 29 November a failed overwrite zeroed
+/// them). A block that had an entry keeps it: its slot held this block already.
+fn forget_if_failed(
+    inner: &mut Inner,
+    written: io::Result<u64>,
+    fresh: &mut Vec<BlockKey>,
+) -> io::Result<u64> {
+    if written.is_err() {
+        fresh.iter().for_each(|&key| inner.cache.discard(key));
+    }
+    fresh.clear();
+    written
 }
 
 /// A write request as `Core::write` carries it across its parts.
