@@ -38,9 +38,15 @@ FILES = 24
 
 
 def write_file(path: Path, cls: int, body: bytes) -> None:
+    """Writes BODY as Swift's object server does: after a short write (a device filled
+    part-way through) it writes the rest, which fails with the reason."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
-        assert TIER.pdwrite(fd, cls, body, 0) == len(body)
+        done = 0
+        while done < len(body):
+            n = TIER.pdwrite(fd, cls, body[done:], done)
+            assert n > 0
+            done += n
         os.fsync(fd)
     finally:
         TIER.release(fd)

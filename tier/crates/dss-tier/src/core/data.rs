@@ -183,7 +183,17 @@ impl Core {
     /// so far is written, the writer joins the queue of waiting writers and lets the lock
     /// go; once it is first in the queue and there is room, the request goes on from that
     /// block, finishing no earlier than the write-back that made the room.
-    pub fn write(&self, file: &Arc<File>, class: u8, offset: u64, data: &[u8]) -> io::Result<()> {
+    ///
+    /// Returns the bytes written: fewer than `data` holds when a device failed part-way
+    /// (a full SSD or HDD), as a disk's short write. The bytes past them keep their old
+    /// values, except in blocks cached before the write, which may hold new ones.
+    pub fn write(
+        &self,
+        file: &Arc<File>,
+        class: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> io::Result<usize> {
         let md = file.metadata()?;
         let w = WriteReq {
             file,
@@ -213,7 +223,9 @@ impl Core {
             self.kick(inner);
             match (r, c) {
                 (Ok(t), Ok(())) => done = done.max(t),
-                (Err(e), _) | (_, Err(e)) => break Err(e),
+                // What was placed before the failure is journalled: a short write.
+                (Err(e), Ok(())) => break Err((e, pos > offset)),
+                (_, Err(e)) => break Err((e, false)),
             }
             if pos == w.end() {
                 break Ok(());
@@ -241,9 +253,13 @@ impl Core {
         };
         self.leave_room_queue(&mut g, place);
         drop(g);
-        r?;
-        self.wait_until(done);
-        Ok(())
+        match r {
+            Err((e, false)) => Err(e),
+            _ => {
+                self.wait_until(done);
+                Ok((pos - offset) as usize)
+            }
+        }
     }
 
     fn leave_room_queue(&self, inner: &mut Inner, place: Place) {
@@ -257,7 +273,7 @@ impl Core {
     /// room, leaving `*pos` there: a block that takes an entry waits while another writer
     /// is first in the queue of waiting writers, unless this writer is at `Place::Around`.
     /// Returns the modelled completion time; `to_hdd` is set when anything went to the
-    /// HDD file.
+    /// HDD file. A slab or HDD write that fails leaves `*pos` where the placed bytes end.
     fn write_part(
         &self,
         inner: &mut Inner,
@@ -268,11 +284,14 @@ impl Core {
     ) -> io::Result<u64> {
         let (bs, id, data) = (self.bs, w.id, w.data);
         let end = w.end();
+        let file_pos = |run: &Run| w.offset + run.buf as u64;
         let (mut ssd, mut hdd) = (Run::default(), Run::default());
         // The blocks of the pending SSD run that had no entry before this write.
         let mut fresh = Vec::new();
         let mut anchored = false;
         let mut done = 0;
+        // Where a write to a device failed, and why.
+        let mut failed = None;
         while *pos < end {
             let index = *pos / bs;
             let within = *pos % bs;
@@ -295,41 +314,101 @@ impl Core {
             }
             match inner.cache.write(key, w.class, n as u32) {
                 WriteOutcome::Ssd { slot, hit } => {
+                    if !hit {
+                        fresh.push(key);
+                    }
                     if !anchored {
-                        self.anchor(w.file, id)?;
+                        if let Err(e) = self.anchor(w.file, id) {
+                            failed = Some((*pos, e));
+                            break;
+                        }
                         inner.keep_open(id, w.file);
                         anchored = true;
                     }
                     if hit || n as u64 == bs {
                         let dev = u64::from(slot) * bs + within;
                         if !ssd.extend(dev, at, n) {
-                            let t = self.ssd_write_run(inner, ssd, data);
-                            done = done.max(forget_if_failed(inner, t, &mut fresh)?);
+                            let this = if hit { None } else { fresh.pop() };
+                            let (from, t) = (file_pos(&ssd), self.ssd_write_run(inner, ssd, data));
                             ssd = Run::start(dev, at, n);
-                        }
-                        if !hit {
-                            fresh.push(key);
+                            let t = forget_if_failed(inner, t, &mut fresh);
+                            fresh.extend(this);
+                            match t {
+                                Ok(t) => done = done.max(t),
+                                Err(e) => {
+                                    failed = Some((from, e));
+                                    break;
+                                }
+                            }
                         }
                     } else {
                         // A new entry for part of a block: the rest comes from the HDD.
+                        fresh.pop();
                         let src = &data[at..][..n];
                         let t = self.fill_partial(inner, w.file, key, w.fsize, slot, within, src);
-                        done = done.max(forget_if_failed(inner, t, &mut vec![key])?);
+                        match forget_if_failed(inner, t, &mut vec![key]) {
+                            Ok(t) => done = done.max(t),
+                            Err(e) => {
+                                failed = Some((*pos, e));
+                                break;
+                            }
+                        }
                     }
                 }
                 WriteOutcome::Hdd { .. } => {
                     *to_hdd = true;
                     if !hdd.extend(*pos, at, n) {
-                        done = done.max(self.hdd_write_run(inner, w.file, id, hdd, data)?);
+                        let (from, t) = (
+                            file_pos(&hdd),
+                            self.hdd_write_run(inner, w.file, id, hdd, data),
+                        );
                         hdd = Run::start(*pos, at, n);
+                        match t {
+                            Ok(t) => done = done.max(t),
+                            Err(e) => {
+                                failed = Some((from, e));
+                                break;
+                            }
+                        }
                     }
                 }
             }
             *pos += n as u64;
         }
-        let t = self.ssd_write_run(inner, ssd, data);
-        done = done.max(forget_if_failed(inner, t, &mut fresh)?);
-        done = done.max(self.hdd_write_run(inner, w.file, id, hdd, data)?);
+        if failed.is_none() {
+            let (from, t) = (file_pos(&ssd), self.ssd_write_run(inner, ssd, data));
+            ssd = Run::default();
+            match forget_if_failed(inner, t, &mut fresh) {
+                Ok(t) => done = done.max(t),
+                Err(e) => failed = Some((from, e)),
+            }
+        }
+        if failed.is_none() {
+            let (from, t) = (
+                file_pos(&hdd),
+                self.hdd_write_run(inner, w.file, id, hdd, data),
+            );
+            hdd = Run::default();
+            match t {
+                Ok(t) => done = done.max(t),
+                Err(e) => failed = Some((from, e)),
+            }
+        }
+        if let Some((from, e)) = failed {
+            // The runs not yet written are dropped with what follows them: the write is
+            // short, ending where the first of them begins.
+            fresh.iter().for_each(|&key| inner.cache.discard(key));
+            *pos = [from, file_pos(&ssd), file_pos(&hdd)]
+                .into_iter()
+                .zip([true, !ssd.is_empty(), !hdd.is_empty()])
+                .filter_map(|(p, pending)| pending.then_some(p))
+                .min()
+                .unwrap_or(from);
+            if *pos > w.fsize && *pos > w.file.metadata()?.size() {
+                w.file.set_len(*pos)?;
+            }
+            return Err(e);
+        }
         // The HDD file's size stays the file's size even while its tail is only cached
         // (the journal's `valid` makes that size durable with the block). Asked again
         // under the lock: a write that ran while this one waited for room, or between

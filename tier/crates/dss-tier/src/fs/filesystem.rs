@@ -523,10 +523,11 @@ impl Filesystem for TierFs {
             }
             let class = self.data_class(&h);
             answering.of_class(class);
-            self.core
+            let written = self
+                .core
                 .write(&h.file, class, offset, data)
                 .map_err(errno)?;
-            Ok(data.len() as u32)
+            Ok(written as u32)
         };
         match run() {
             Ok(n) => reply.written(n),
