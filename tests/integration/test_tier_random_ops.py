@@ -11,6 +11,7 @@ SSD. `make test` runs a fixed draw per mode; `TIER_OPS_EXAMPLES` draws more
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import hashlib
 import itertools
@@ -55,6 +56,20 @@ EXAMPLES = int(os.environ.get("TIER_OPS_EXAMPLES", "10"))
 #: draw as drawn (at most 60 steps); TIER_OPS_SHRINK=1 shrinks it to a short sequence.
 PHASES = [p for p in Phase if p != Phase.shrink or os.environ.get("TIER_OPS_SHRINK")]
 TIER = get_backend("tier")
+#: fallocate(2)'s modes as Swift and other writers use them: allocate (and grow the
+#: file), allocate within its size, punch a hole, zero a range (tmpfs refuses that one,
+#: and must do so on both sides).
+KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE = 0x01, 0x02, 0x10
+FALLOCATE_MODES = [0, KEEP_SIZE, PUNCH_HOLE | KEEP_SIZE, ZERO_RANGE, ZERO_RANGE | KEEP_SIZE]
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def fallocate(fd: int, mode: int, offset: int, length: int) -> None:
+    """fallocate(2), which the os module offers only as posix_fallocate (mode 0)."""
+    if LIBC.fallocate(fd, mode, ctypes.c_int64(offset), ctypes.c_int64(length)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
 
 names = st.sampled_from(NAMES)
 offsets = st.one_of(st.integers(0, 1536 * KIB), st.integers(0, 300).map(lambda b: b * 4096))
@@ -242,6 +257,19 @@ class TierAgainstReference(RuleBasedStateMachine):
         o = data.draw(st.sampled_from(self.open))
         os.ftruncate(o.tier, size)
         os.ftruncate(o.ref, size)
+
+    @precondition(lambda self: self.open)
+    @rule(data=st.data(), offset=offsets, length=lengths, mode=st.sampled_from(FALLOCATE_MODES))
+    def fallocate_open(self, data: st.DataObject, offset: int, length: int, mode: int) -> None:
+        o = data.draw(st.sampled_from(self.open))
+        out = []
+        for fd in (o.tier, o.ref):
+            try:
+                fallocate(fd, mode, offset, length)
+                out.append(None)
+            except OSError as e:
+                out.append(e.errno)
+        assert out[0] == out[1], f"tier {out[0]}, reference {out[1]}"
 
     @precondition(lambda self: self.open)
     @rule(data=st.data(), seed=st.integers(0, 99))
