@@ -1,5 +1,6 @@
-"""A tier whose HDD or SSD fills up: writes fail with ENOSPC, none hangs, the mount goes
-on serving, and what the tier acknowledged stays readable, across a remount too.
+"""A tier whose HDD or SSD fills up. A full HDD fails writes with ENOSPC; a full SSD sends
+them around the cache to the HDD. None hangs, the mount goes on serving, and what the
+tier acknowledged stays readable, across a remount too.
 
 With a write-back cache, a full HDD makes every write-back fail. The dirty blocks then
 fill the cache, and a writer that needs room waits for write-back that never makes any.
@@ -13,6 +14,7 @@ import errno
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -122,43 +124,9 @@ def detached(t: Tier, *args: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_full_ssd_fails_writes_and_the_mount_goes_on(make_tier: MakeTier) -> None:  # noqa: F811
-    """Something else fills the SSD's file system under a cache that fits it. The journal's
-    writes fail, and the daemon says so in its log: a detached daemon's log is on that
-    same SSD, so the line cannot be written either. A line it cannot write must not stop
-    the request that had it to say (that poisoned the locks, and every later request on
-    the mount, a stat of its root included, answered EIO)."""
-    t = make_tier()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(t.ssd)], check=True)
-    mount = ["mount", "--ssd", str(t.ssd), "--hdd", str(t.hdd), "--cache-size", "4MiB"]
-    mount += ["--policy", str(REFERENCE), "--daemon"]
-    try:
-        filler = t.ssd / "filler"
-        filler.write_bytes(bytes(6 * MIB))
-        detached(t, *mount)
-        acknowledged, failed = fill(t)
-        assert acknowledged, "nothing was written before the SSD filled"
-        assert failed and set(failed) == {errno.ENOSPC}, failed
-        assert sorted(p.name for p in t.mnt.iterdir()) == sorted(f"f{i}" for i in range(FILES))
-        assert_readable(t, acknowledged)
-        # Room again: writes are acknowledged, and an unmount writes every one back.
-        filler.unlink()
-        acknowledged["after"] = os.urandom(MIB)
-        write_file(t.mnt / "after", 25, acknowledged["after"])
-        detached(t, "umount")
-        for name, body in acknowledged.items():
-            assert (t.hdd / name).read_bytes() == body, name
-        detached(t, *mount)
-        assert_readable(t, acknowledged)
-        detached(t, "umount")
-    finally:
-        force_unmount(t.mnt)
-        force_unmount(t.ssd)
-
-
 def fill_up(path: Path) -> None:
     """Writes PATH until its file system has no byte left."""
-    with open(path, "wb", buffering=0) as f:
+    with open(path, "ab", buffering=0) as f:
         for chunk in (bytes(64 << 10), bytes(4096)):
             try:
                 while True:
@@ -167,11 +135,51 @@ def fill_up(path: Path) -> None:
                 assert e.errno == errno.ENOSPC, e
 
 
-def test_a_write_the_full_ssd_cannot_take_leaves_the_files_bytes(make_tier: MakeTier) -> None:  # noqa: F811
-    """An overwrite of a file cached nowhere, once the SSD's file system is full: the
-    cache's new slots cannot be written, and the write fails. The blocks it had given
-    those slots must be forgotten: read or written back, they replaced the file's bytes
-    with what the slots held (zeros: a failed overwrite zeroed 64 KiB on the HDD)."""
+def test_a_daemon_whose_log_is_full_goes_on(make_tier: MakeTier) -> None:  # noqa: F811
+    """A detached daemon logs to its SSD directory. With the HDD full, every write-back
+    fails and the syncer says so; once something else fills the SSD too, those lines
+    cannot be written. A line the daemon cannot write must not stop the thread that had
+    it to say: that poisoned the engine's lock, and every request on the mount, a stat
+    of its root included, answered EIO."""
+    t = make_tier()
+    for d, size in ((t.ssd, "8m"), (t.hdd, "4m")):
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)], check=True)
+    mount = ["mount", "--ssd", str(t.ssd), "--hdd", str(t.hdd), "--cache-size", "4MiB"]
+    mount += ["--policy", str(REFERENCE), "--daemon"]
+    try:
+        detached(t, *mount)
+        acknowledged, failed = fill(t)
+        assert acknowledged and failed and set(failed) == {errno.ENOSPC}, failed
+        log = t.ssd / "daemon.log"
+        assert "write-back failed" in log.read_text()
+        # No page of the log left to append into, and none free.
+        os.truncate(log, 0)
+        fill_up(t.ssd / "filler")
+        # The syncer retries (and says so) every 100 ms: it must still be there.
+        time.sleep(1)
+        tasks = Path(f"/proc/{t.stats()['pid']}/task")
+        assert "syncer" in {(task / "comm").read_text().strip() for task in tasks.iterdir()}
+        assert sorted(p.name for p in t.mnt.iterdir()) == sorted(f"f{i}" for i in range(FILES))
+        assert_readable(t, acknowledged)
+        # Across an unmount, whose write-back the full HDD stops part-way, and a mount:
+        # the journal keeps what the HDD could not take.
+        (t.ssd / "filler").unlink()
+        detached(t, "umount")
+        detached(t, *mount)
+        assert_readable(t, acknowledged)
+        detached(t, "umount")
+    finally:
+        force_unmount(t.mnt)
+        force_unmount(t.ssd)
+        force_unmount(t.hdd)
+
+
+def test_writes_the_full_ssd_cannot_take_go_around_it(make_tier: MakeTier) -> None:  # noqa: F811
+    """Something else holds the SSD's file system full, under a cache that fits it: the
+    cache's new slots cannot be written. Their blocks are forgotten (read or written
+    back, they replaced the file's bytes with what the slots held: a failed overwrite
+    zeroed 64 KiB on the HDD), and the writes go to the HDD, which has room, as a bypass
+    would. The journal took its room at mount, so its records are still written."""
     t = make_tier()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(t.ssd)], check=True)
     try:
@@ -181,23 +189,17 @@ def test_a_write_the_full_ssd_cannot_take_leaves_the_files_bytes(make_tier: Make
         t.umount()
         t.mount(cache_size="4MiB", mode="dss")
         fill_up(t.ssd / "filler")
-        fd = os.open(t.mnt / "a", os.O_WRONLY)
-        try:
-            with pytest.raises(OSError) as failed:
-                TIER.pdwrite(fd, 25, b"Z" * (64 << 10), 0)
-            assert failed.value.errno == errno.ENOSPC
-            os.fsync(fd)
-        finally:
-            TIER.release(fd)
-            os.close(fd)
-        assert (t.mnt / "a").read_bytes() == body
-        # Room again: the same write is taken, and everything reaches the HDD.
-        (t.ssd / "filler").unlink()
         body = b"Z" * (64 << 10) + body[64 << 10 :]
         write_file(t.mnt / "a", 25, body[: 64 << 10])
+        others = {f"b{i}": os.urandom(MIB) for i in range(8)}
+        for name, data in others.items():
+            write_file(t.mnt / name, 29, data)
         assert (t.mnt / "a").read_bytes() == body
+        assert_readable(t, others)
         t.umount()
         assert (t.hdd / "a").read_bytes() == body
+        for name, data in others.items():
+            assert (t.hdd / name).read_bytes() == data, name
     finally:
         force_unmount(t.mnt)
         force_unmount(t.ssd)

@@ -286,8 +286,9 @@ impl Core {
         let end = w.end();
         let file_pos = |run: &Run| w.offset + run.buf as u64;
         let (mut ssd, mut hdd) = (Run::default(), Run::default());
-        // The blocks of the pending SSD run that had no entry before this write.
-        let mut fresh = Vec::new();
+        // The blocks of the pending SSD run that had no entry before this write, and
+        // whether it holds any that had.
+        let (mut fresh, mut hits) = (Vec::new(), false);
         let mut anchored = false;
         let mut done = 0;
         // Where a write to a device failed, and why.
@@ -327,16 +328,18 @@ impl Core {
                     }
                     if hit || n as u64 == bs {
                         let dev = u64::from(slot) * bs + within;
-                        if !ssd.extend(dev, at, n) {
+                        if ssd.extend(dev, at, n) {
+                            hits |= hit;
+                        } else {
                             let this = if hit { None } else { fresh.pop() };
-                            let (from, t) = (file_pos(&ssd), self.ssd_write_run(inner, ssd, data));
-                            ssd = Run::start(dev, at, n);
-                            let t = forget_if_failed(inner, t, &mut fresh);
+                            let (run, had) = (ssd, hits);
+                            (ssd, hits) = (Run::start(dev, at, n), hit);
+                            let t = self.ssd_run_or_around(inner, w, run, &mut fresh, had, to_hdd);
                             fresh.extend(this);
                             match t {
                                 Ok(t) => done = done.max(t),
                                 Err(e) => {
-                                    failed = Some((from, e));
+                                    failed = Some((file_pos(&run), e));
                                     break;
                                 }
                             }
@@ -346,7 +349,13 @@ impl Core {
                         fresh.pop();
                         let src = &data[at..][..n];
                         let t = self.fill_partial(inner, w.file, key, w.fsize, slot, within, src);
-                        match forget_if_failed(inner, t, &mut vec![key]) {
+                        let piece = Run::start(*pos, at, n);
+                        let t = t.or_else(|_| {
+                            inner.cache.discard(key);
+                            *to_hdd = true;
+                            self.hdd_write_run(inner, w.file, id, piece, data)
+                        });
+                        match t {
                             Ok(t) => done = done.max(t),
                             Err(e) => {
                                 failed = Some((*pos, e));
@@ -358,15 +367,11 @@ impl Core {
                 WriteOutcome::Hdd { .. } => {
                     *to_hdd = true;
                     if !hdd.extend(*pos, at, n) {
-                        let (from, t) = (
-                            file_pos(&hdd),
-                            self.hdd_write_run(inner, w.file, id, hdd, data),
-                        );
-                        hdd = Run::start(*pos, at, n);
-                        match t {
+                        let run = std::mem::replace(&mut hdd, Run::start(*pos, at, n));
+                        match self.hdd_write_run(inner, w.file, id, run, data) {
                             Ok(t) => done = done.max(t),
                             Err(e) => {
-                                failed = Some((from, e));
+                                failed = Some((file_pos(&run), e));
                                 break;
                             }
                         }
@@ -376,22 +381,17 @@ impl Core {
             *pos += n as u64;
         }
         if failed.is_none() {
-            let (from, t) = (file_pos(&ssd), self.ssd_write_run(inner, ssd, data));
-            ssd = Run::default();
-            match forget_if_failed(inner, t, &mut fresh) {
+            let run = ssd.take();
+            match self.ssd_run_or_around(inner, w, run, &mut fresh, hits, to_hdd) {
                 Ok(t) => done = done.max(t),
-                Err(e) => failed = Some((from, e)),
+                Err(e) => failed = Some((file_pos(&run), e)),
             }
         }
         if failed.is_none() {
-            let (from, t) = (
-                file_pos(&hdd),
-                self.hdd_write_run(inner, w.file, id, hdd, data),
-            );
-            hdd = Run::default();
-            match t {
+            let run = hdd.take();
+            match self.hdd_write_run(inner, w.file, id, run, data) {
                 Ok(t) => done = done.max(t),
-                Err(e) => failed = Some((from, e)),
+                Err(e) => failed = Some((file_pos(&run), e)),
             }
         }
         if let Some((from, e)) = failed {
@@ -417,6 +417,36 @@ impl Core {
             w.file.set_len(*pos)?;
         }
         Ok(done)
+    }
+
+    /// The slab write of `run`, whose blocks `fresh` had no entry before this write (and
+    /// `hits` says whether any other had); `fresh` is emptied. If the slab write fails
+    /// (the SSD's file system full, the SSD failing), the new blocks are forgotten, so
+    /// that no slot is taken for them: a new slot holds what its last block left there,
+    /// or nothing, and served or written back as this block it would replace the file's
+    /// bytes with those (until 29 November a failed overwrite zeroed them). A run of new
+    /// blocks alone then goes to the HDD file, as a bypass would have sent it. A run
+    /// holding a block cached before fails: that block's newest bytes are in its slot.
+    fn ssd_run_or_around(
+        &self,
+        inner: &mut Inner,
+        w: &WriteReq<'_>,
+        run: Run,
+        fresh: &mut Vec<BlockKey>,
+        hits: bool,
+        to_hdd: &mut bool,
+    ) -> io::Result<u64> {
+        let written = self.ssd_write_run(inner, run, w.data).or_else(|e| {
+            fresh.iter().for_each(|&key| inner.cache.discard(key));
+            if hits {
+                return Err(e);
+            }
+            *to_hdd = true;
+            let around = Run::start(w.offset + run.buf as u64, run.buf, run.len);
+            self.hdd_write_run(inner, w.file, w.id, around, w.data)
+        });
+        fresh.clear();
+        written
     }
 
     fn ssd_write_run(&self, inner: &mut Inner, run: Run, data: &[u8]) -> io::Result<u64> {
@@ -626,24 +656,6 @@ impl Core {
         }
         self.commit(&mut g, None)
     }
-}
-
-/// The outcome of a slab write, after which `fresh` (the blocks it wrote that had no
-/// entry before) is emptied. If it failed (the SSD's file system full, the SSD failing),
-/// those blocks are forgotten, so that the HDD's copy stands: a new slot holds what its
-/// last block left there, or nothing, and served or written back as this block it would
-/// replace the file's bytes with those (until 29 November a failed overwrite zeroed
-/// them). A block that had an entry keeps it: its slot held this block already.
-fn forget_if_failed(
-    inner: &mut Inner,
-    written: io::Result<u64>,
-    fresh: &mut Vec<BlockKey>,
-) -> io::Result<u64> {
-    if written.is_err() {
-        fresh.iter().for_each(|&key| inner.cache.discard(key));
-    }
-    fresh.clear();
-    written
 }
 
 /// A write request as `Core::write` carries it across its parts.
