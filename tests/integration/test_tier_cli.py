@@ -187,8 +187,7 @@ def test_bad_input_without_a_mount(tmp_path: Path) -> None:
 def test_mount_sees_through_bind_mounts_and_measures_the_ssd(tmp_path: Path) -> None:
     """A bind mount shows a directory at a second path: the check that keeps the SSD, the
     HDD and the mount point apart sees through it. A cache larger than the file system
-    under the SSD directory is refused: filling it would fail every write while the HDD
-    had room."""
+    under the SSD directory is refused: it could never be filled."""
     small, hdd, mnt, bound = (tmp_path / name for name in ("small", "h", "m", "b"))
     for d in (small, hdd, mnt, bound):
         d.mkdir()

@@ -108,9 +108,9 @@ fn within(inner: &Path, outer: &Path) -> bool {
 }
 
 /// The cache's slab lives in the SSD directory. One larger than the file system under
-/// it fills that file system part-way through: the slab's and the journal's writes then
-/// fail with ENOSPC, and so does every write to the mount after them, while the HDD has
-/// room. `ssd_dir` is `ssd` resolved; the part of it that exists says which file system.
+/// it could never be filled: once that file system is full, new blocks go around the
+/// cache to the HDD, and the cache is smaller than the operator asked for, without a
+/// word. `ssd_dir` is `ssd` resolved; the part of it that exists says which file system.
 fn cache_room(ssd: &Path, ssd_dir: &Path, cache_size: u64) -> Result<(), String> {
     let Some(existing) = ssd_dir.ancestors().find(|p| p.exists()) else {
         return Ok(());

@@ -185,7 +185,7 @@ impl Core {
     /// block, finishing no earlier than the write-back that made the room.
     ///
     /// Returns the bytes written: fewer than `data` holds when a device failed part-way
-    /// (a full SSD or HDD), as a disk's short write. The bytes past them keep their old
+    /// (a full HDD; a full SSD under blocks cached before), as a disk's short write. The bytes past them keep their old
     /// values, except in blocks cached before the write, which may hold new ones.
     pub fn write(
         &self,
