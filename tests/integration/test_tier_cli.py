@@ -205,6 +205,18 @@ def test_mount_sees_through_bind_mounts_and_measures_the_ssd(tmp_path: Path) -> 
         assert not (small / "s").exists() and not (hdd / "c").exists()
         ok(*mount, "--ssd", small / "s", "--cache-size", "4MiB", "--daemon", mnt)
         ok("umount", mnt)
+        # A file system too full for the journal's room, and for the detached daemon's
+        # log that would say so.
+        with open(small / "filler", "wb", buffering=0) as f, pytest.raises(OSError):
+            while True:
+                f.write(bytes(4096))
+        fresh = [*mount, "--ssd", small / "s2", "--cache-size", "2MiB"]
+        line = refused(run(*fresh, "--daemon", mnt))
+        assert f"the file system under --ssd {small / 's2'} is full" in line, line
+        assert "no room for the journal's" in refused(run(*fresh, mnt))
+        (small / "filler").unlink()
+        ok(*fresh, "--daemon", mnt)
+        ok("umount", mnt)
     finally:
         for path in (mnt, bound, small):
             force_unmount(path)

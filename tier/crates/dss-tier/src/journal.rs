@@ -298,7 +298,18 @@ impl Journal {
         let size = entries as usize * RECORD;
         file.set_len(0)?;
         file.set_len(HEADER + size as u64)?;
-        reserve(&file, HEADER + size as u64)?;
+        if let Err(e) = reserve(&file, HEADER + size as u64) {
+            // Left without a header, the file would be taken for a damaged journal at
+            // the next mount; an empty one is none, and that mount starts afresh.
+            file.set_len(0)?;
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "no room for the journal's {} bytes: {e}",
+                    HEADER + size as u64
+                ),
+            ));
+        }
         let pages = size.div_ceil(PAGE);
         let j = Journal {
             file,

@@ -136,8 +136,16 @@ fn mount(m: MountArgs) -> Result<(), String> {
             }
             if let Ok(Some(st)) = child.try_wait() {
                 let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let full = rustix::fs::statvfs(&m.ssd).is_ok_and(|fs| fs.f_bavail == 0);
                 return Err(match said.get(before..).and_then(|s| s.lines().last()) {
                     Some(line) => format!("mount failed ({st}): {line}"),
+                    // Where the daemon's reason would have gone.
+                    None if full => format!(
+                        "mount failed ({st}); the file system under --ssd {} is full, {} \
+                         included: run the mount in the foreground to see why",
+                        m.ssd.display(),
+                        layout::DAEMON_LOG
+                    ),
                     None => format!("mount failed ({st})"),
                 });
             }
