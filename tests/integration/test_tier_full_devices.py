@@ -25,6 +25,7 @@ from tests.integration.tier_helpers import (  # noqa: F401
     REFERENCE,
     MakeTier,
     Tier,
+    class_stats,
     force_unmount,
     make_tier,
     tiers,
@@ -189,8 +190,11 @@ def test_writes_the_full_ssd_cannot_take_go_around_it(make_tier: MakeTier) -> No
         t.umount()
         t.mount(cache_size="4MiB", mode="dss")
         fill_up(t.ssd / "filler")
+        bypassed = class_stats(t.stats(), 25)["bypassed_bytes"]
         body = b"Z" * (64 << 10) + body[64 << 10 :]
         write_file(t.mnt / "a", 25, body[: 64 << 10])
+        # Counted where an operator looks for what the cache did not take.
+        assert class_stats(t.stats(), 25)["bypassed_bytes"] - bypassed == 64 << 10
         others = {f"b{i}": os.urandom(MIB) for i in range(8)}
         for name, data in others.items():
             write_file(t.mnt / name, 29, data)

@@ -215,6 +215,12 @@ impl Cache {
         self.stats[class as usize]
     }
 
+    /// `bytes` of class `class` that the engine placed on the SSD went to the HDD instead,
+    /// because the SSD could not take them (the caller has discarded their blocks).
+    pub fn went_around(&mut self, class: u8, bytes: u64) {
+        self.stats[class as usize].bypassed_bytes += bytes;
+    }
+
     pub fn lookup(&self, key: BlockKey) -> Option<(u32, State)> {
         self.find(key).map(|s| (s, self.entries[s as usize].state))
     }

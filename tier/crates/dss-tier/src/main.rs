@@ -139,7 +139,7 @@ fn mount(m: MountArgs) -> Result<(), String> {
                 let full = rustix::fs::statvfs(&m.ssd).is_ok_and(|fs| fs.f_bavail == 0);
                 return Err(match said.get(before..).and_then(|s| s.lines().last()) {
                     Some(line) => format!("mount failed ({st}): {line}"),
-                    // Where the daemon's reason would have gone.
+                    // The daemon's reason went to a log that had no room.
                     None if full => format!(
                         "mount failed ({st}); the file system under --ssd {} is full, {} \
                          included: run the mount in the foreground to see why",

@@ -352,6 +352,7 @@ impl Core {
                         let piece = Run::start(*pos, at, n);
                         let t = t.or_else(|_| {
                             inner.cache.discard(key);
+                            inner.cache.went_around(w.class, n as u64);
                             *to_hdd = true;
                             self.hdd_write_run(inner, w.file, id, piece, data)
                         });
@@ -442,6 +443,7 @@ impl Core {
                 return Err(e);
             }
             *to_hdd = true;
+            inner.cache.went_around(w.class, run.len as u64);
             let around = Run::start(w.offset + run.buf as u64, run.buf, run.len);
             self.hdd_write_run(inner, w.file, w.id, around, w.data)
         });
