@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -252,6 +253,59 @@ def test_an_open_file_with_no_name_left_takes_requests_by_inode(tier: Tier) -> N
     st = os.stat(a)
     assert a.read_bytes() == b"the file that takes the name"
     assert st.st_size == 28 and st.st_mtime != 2_000_000 and os.listxattr(a) == []
+
+
+def test_an_open_file_answers_for_itself_while_names_change_under_it(tier: Tier) -> None:
+    """A writer puts new files in place by renaming them over one name and unlinks older
+    ones (Swift's pattern); a reader opens the name and asks its descriptor for the file's
+    xattr and size. Each answer is the opened file's, never ENOENT nor another file's:
+    the name the tier checked can change between its check and its call."""
+    d = tier.mnt / "objects"
+    d.mkdir()
+    done = threading.Event()
+    failures: list[str] = []
+
+    def write() -> None:
+        try:
+            for i in range(1, 4000):
+                tmp = d / f"tmp{i}"
+                tmp.write_bytes(b"%08d" % i * (1 + i % 3))
+                os.setxattr(tmp, "user.swift.metadata", b"%08d" % i)
+                os.rename(tmp, d / "current")
+                if i % 2:
+                    os.link(d / "current", d / f"{i}.data")
+                    os.unlink(d / f"{i}.data")
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reads = 0
+    while not done.is_set():
+        try:
+            fd = os.open(d / "current", os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            own = os.pread(fd, 8, 0)
+            reads += 1
+            if not own.isdigit():
+                failures.append(f"read {own!r} from a file written whole before its rename")
+                continue
+            try:
+                value = os.getxattr(fd, "user.swift.metadata")
+            except OSError as err:
+                failures.append(f"fgetxattr of file {own!r}: {err}")
+                continue
+            if value != own:
+                failures.append(f"fgetxattr of file {own!r} answered {value!r}")
+            if os.fstat(fd).st_size != 8 * (1 + int(own) % 3):
+                failures.append(f"fstat of file {own!r}: {os.fstat(fd).st_size}")
+        finally:
+            os.close(fd)
+    writer.join()
+    assert reads > 100
+    assert not failures, f"{len(failures)} of {reads} reads: {failures[:5]}"
 
 
 def test_a_second_name_made_on_the_hdd_is_looked_up(tier: Tier) -> None:

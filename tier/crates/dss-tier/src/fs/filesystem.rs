@@ -149,7 +149,7 @@ impl Filesystem for TierFs {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
+        fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
@@ -158,7 +158,7 @@ impl Filesystem for TierFs {
     ) {
         let _answering = self.requests.answer(Req::Setattr);
         let run = || -> Result<FileAttr, Errno> {
-            let target = self.target(ino)?;
+            let target = self.held(ino, fh)?;
             self.core.meta(MetaKind::Inode, ino.0, true);
             if let Some(m) = mode {
                 fs::set_permissions(target.path(), fs::Permissions::from_mode(m & 0o7777))
@@ -398,8 +398,13 @@ impl Filesystem for TierFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let _answering = self.requests.answer(Req::Open);
         let run = || -> Result<_, Errno> {
-            let target = self.target(ino)?;
-            let f = open_file(&target.path(), flags.0, None)?;
+            let (target, f) = self.open_as(ino, flags.0)?;
+            // Registered under this lock, the handle is seen by every removal of the
+            // file's last name from then on (`remove_name`); one before it found none.
+            let unnamed = self.unnamed.lock().unwrap();
+            if self.lost(&f, &unnamed)? {
+                return Err(Errno::ENOENT);
+            }
             self.truncate_on_open(&f, flags.0)?;
             // The name gives the file's default class: for a file with none left, the
             // one it had.
@@ -711,7 +716,7 @@ impl Filesystem for TierFs {
                     false => Err(Errno::EINVAL),
                 };
             }
-            let target = self.target(ino)?;
+            let target = self.held(ino, None)?;
             let kind = xattr_kind(name.len(), value.len());
             self.core.meta(kind, ino.0, true);
             let flags = rustix::fs::XattrFlags::from_bits_truncate(flags as u32);
@@ -744,7 +749,7 @@ impl Filesystem for TierFs {
             if ino.0 == 1 && name == CONTENT_XATTR {
                 return Ok(self.core.content_json().into_bytes());
             }
-            let got = self.target(ino)?.get_xattr(name);
+            let got = self.held(ino, None)?.get_xattr(name);
             // Where the value lives is known once it is read: charged after.
             match &got {
                 Ok(value) => self
@@ -760,14 +765,14 @@ impl Filesystem for TierFs {
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         let _answering = self.requests.answer(Req::Listxattr);
-        let run = || -> Result<Vec<u8>, Errno> { self.target(ino)?.list_xattrs() };
+        let run = || -> Result<Vec<u8>, Errno> { self.held(ino, None)?.list_xattrs() };
         reply_xattr(run(), size, reply);
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _answering = self.requests.answer(Req::Removexattr);
         let run = || -> Result<(), Errno> {
-            let target = self.target(ino)?;
+            let target = self.held(ino, None)?;
             self.core.meta(MetaKind::Xattr, ino.0, true);
             target.remove_xattr(name)
         };

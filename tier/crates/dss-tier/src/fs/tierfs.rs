@@ -3,7 +3,7 @@
 
 use super::convert::{errno, kind_of, time};
 use super::deferred::{Buffers, Deferred};
-use super::handles::{Handle, Handles, Io, has_privs, libc_o};
+use super::handles::{Handle, Handles, Io, has_privs, libc_o, open_file};
 use super::nodes::{Node, Nodes};
 use super::passthrough::Backings;
 use super::requests::Requests;
@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Opens of a name that keeps going to other files before the inode is given up on.
+const OPEN_TRIES: usize = 4;
 
 /// Attribute and entry cache lifetime. Short: the HDD directory is ours alone, but
 /// sizes of files being written change under the kernel's feet otherwise.
@@ -127,6 +130,39 @@ impl TierFs {
         }
     }
 
+    /// Where a call on the inode itself (its attributes or extended attributes) reaches
+    /// it: handle `fh` if the kernel sent one, else any handle open on the inode, else a
+    /// live name. A name checked to be the inode's can leave it before the call that
+    /// follows (an unlink or a rename over it), which would answer ENOENT, or reach
+    /// another file; an open handle holds the inode itself, as the caller's descriptor
+    /// does on a local file system.
+    pub(super) fn held(&self, ino: INodeNo, fh: Option<FileHandle>) -> Result<Target, Errno> {
+        let handle = fh
+            .and_then(|fh| self.handles.get_or_any(Some(fh), ino.0))
+            .filter(|h| h.ino == ino.0)
+            .or_else(|| self.handles.get_or_any(None, ino.0));
+        match handle {
+            Some(h) => Ok(Target::Open(h)),
+            None => self.target(ino),
+        }
+    }
+
+    /// Inode `ino` opened with `flags` (O_TRUNC left to the caller), and where it was
+    /// reached. A name checked to be the inode's can go to another file before the open
+    /// that follows (a rename over it): what was opened is checked too, and the inode
+    /// looked for again.
+    pub(super) fn open_as(&self, ino: INodeNo, flags: i32) -> Result<(Target, File), Errno> {
+        for _ in 0..OPEN_TRIES {
+            let target = self.target(ino)?;
+            let f = open_file(&target.path(), flags, None)?;
+            if self.fuse_ino(f.metadata().map_err(errno)?.ino()) == ino.0 {
+                return Ok((target, f));
+            }
+        }
+        // Renamed over again and again: as if the name had gone just before the open.
+        Err(Errno::ENOENT)
+    }
+
     pub(super) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
         Ok(self.path(parent)?.join(name))
     }
@@ -225,6 +261,15 @@ impl TierFs {
             remove()?;
         }
         Ok(true)
+    }
+
+    /// True when the last name of `f`, opened by a name, went before a handle on it was
+    /// registered, and its cached blocks with it (no handle was open to keep them): what
+    /// the cache held of it is gone, so the open fails as if the name had gone first.
+    pub(super) fn lost(&self, f: &File, unnamed: &HashSet<u64>) -> Result<bool, Errno> {
+        let md = f.metadata().map_err(errno)?;
+        let names = md.nlink() - u64::from(self.core.is_anchored(md.ino()));
+        Ok(md.is_file() && names == 0 && !unnamed.contains(&Self::file_id(&md)))
     }
 
     /// Release handle `fh`; the handle, if it was open. The last handle of a file whose
