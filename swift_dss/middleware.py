@@ -21,9 +21,9 @@ and out of band, for an existing object:
 - ``PUT`` with ``X-DSS-Class-File: True`` and a class file as the body.
 
 A reclassification changes classes only: the data, ETag, content type and user metadata stay
-as they were. Classes survive every other operation too: a POST of user metadata (the
-middleware re-sends the stored classes with it), COPY and versioning (their subrequests
-carry the sysmeta). S3 clients reach all of this through s3api with the same headers, or
+as they were, those of the upload it read (:mod:`swift_dss.class_post`). Classes survive
+every other operation too: a POST of user metadata (the middleware re-sends the stored
+classes with it), COPY and versioning (their subrequests carry the sysmeta). S3 clients reach all of this through s3api with the same headers, or
 with ``x-amz-meta-dss-object-class`` / ``x-amz-meta-dss-range-class`` user metadata, which
 the middleware takes as classes and reports back in the same form.
 
@@ -76,6 +76,7 @@ The feature is advertised in ``/info`` under ``dss``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import partial
 
 from swift.common.constraints import valid_api_version
 from swift.common.http import is_server_error, is_success
@@ -91,8 +92,14 @@ from swift.common.swob import (
     wsgi_to_str,
 )
 from swift.common.utils import get_logger, list_from_csv
-from swift.common.wsgi import make_pre_authed_request, make_subrequest
+from swift.common.wsgi import make_subrequest
 
+from swift_dss.class_post import (
+    SWIFT_SOURCE,
+    head,
+    post_classes,
+    set_sysmeta,
+)
 from swift_dss.classed_response import (
     COPY_SOURCE,
     META_OBJECT_CLASS,
@@ -113,9 +120,8 @@ from swift_dss.formats import (
     file_flags,
     from_sysmeta,
     read_classfile,
-    to_sysmeta,
 )
-from swift_dss.formats.sysmeta import ENVIRON_PREFIX, environ_key
+from swift_dss.formats.sysmeta import environ_key
 from swift_dss.middleware_metrics import (
     CLASSES_SET,
     RECLASSIFIED,
@@ -128,7 +134,6 @@ from swift_dss.object_head import object_size, put_size, status_response
 from swift_dss.proxy_authorize import authorize_as_proxy
 from swift_dss.settable_classes import SettableClasses, format_class_set
 
-SWIFT_SOURCE = "DSS"
 DEFAULT_PRESERVE_HEADERS = (
     "content-disposition, content-encoding, x-delete-at, x-object-manifest, "
     "cache-control, content-language, expires, x-robots-tag"
@@ -169,9 +174,9 @@ class DssMiddleware:
         )
         self.limits = Limits.from_conf(conf)
         self.settable = SettableClasses(conf, self.limits)
-        self.preserve_headers = [
+        self.preserve_headers = frozenset(
             h.lower() for h in list_from_csv(conf.get("preserve_headers", DEFAULT_PRESERVE_HEADERS))
-        ]
+        )
 
     def __call__(self, env: dict, start_response: object) -> Iterable[bytes]:
         req = Request(env)
@@ -250,19 +255,6 @@ class DssMiddleware:
                 raise self._error(err, req) from None
             return cmap.clipped(size)
 
-    @staticmethod
-    def _set_sysmeta(req: Request, cmap: ClassMap) -> None:
-        env = req.environ
-        for key in [k for k in env if k.startswith(ENVIRON_PREFIX)]:
-            del env[key]
-        for key, value in to_sysmeta(cmap).items():
-            env[environ_key(key)] = value
-        # The classes travel on as sysmeta. The client's own headers would only ride along
-        # to every backend request, where each header costs Swift a little in every loop
-        # over the headers.
-        env.pop(ENV_OBJECT_CLASS, None)
-        env.pop(ENV_RANGE_CLASS, None)
-
     # -- PUT ----------------------------------------------------------------------------
 
     def handle_put(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
@@ -298,7 +290,7 @@ class DssMiddleware:
         if cmap is None:
             return self.app(env, start_response)
         self._authorize(req, account, cmap)
-        self._set_sysmeta(req, cmap)
+        set_sysmeta(req, cmap)
         return self.app(env, count_success(self.logger, CLASSES_SET, start_response))
 
     def _strip_object_file(self, req: Request, size: int | None) -> ClassMap:
@@ -360,11 +352,11 @@ class DssMiddleware:
         if header_default is not None and not cmap.default:
             cmap = cmap.with_default(header_default.default)
         self._authorize(req, account, cmap)
-        current = self._head(req)
+        current = head(req, self.app)
         if not is_success(current.status_int):
             return status_response(current, req)(req.environ, start_response)
-        cmap = self._fit(req, cmap, current, may_read=False, blk=cf.block_sectors)
-        return self.reclassify(req, cmap, current)(req.environ, start_response)
+        resp = self.reclassify(req, cmap, current, may_read=False, blk=cf.block_sectors)
+        return resp(req.environ, start_response)
 
     # -- POST and reclassification ------------------------------------------------------
 
@@ -382,7 +374,7 @@ class DssMiddleware:
         cmap = self._header_classes(req, None) if has_classes else None
         if cmap is not None:
             self._authorize(req, account, cmap)
-        current = self._head(req)
+        current = head(req, self.app)
         if not is_success(current.status_int):
             if cmap is None and not is_server_error(current.status_int):
                 return self.app(env, start_response)
@@ -391,16 +383,19 @@ class DssMiddleware:
             # Swift replaces transient sysmeta on every POST: the stored classes go along.
             stored = self._stored_classes(current)
             if stored is not None:
-                self._set_sysmeta(req, stored)
+                set_sysmeta(req, stored, current)
             return self.app(env, start_response)
-        cmap = self._fit(req, cmap, current, may_read=False)
-        if not any(k.lower().startswith("x-object-meta-") for k in req.headers):
-            # A POST of classes alone changes classes alone.
-            self._copy_preserved(current, req)
-        self._set_sysmeta(req, cmap)
-        # Swift's own answer, with the classes now stored as every reclassification has.
-        answer = classmap_to_headers(cmap)
-        return self.app(env, count_success(self.logger, RECLASSIFIED, start_response, answer))
+        # A POST of classes alone changes classes alone.
+        alone = not any(k.lower().startswith("x-object-meta-") for k in req.headers)
+        fit = partial(self._fit, req, cmap, may_read=False)
+        resp, cmap = post_classes(
+            req, self.app, env, current, fit, self.preserve_headers if alone else None
+        )
+        if is_success(resp.status_int):
+            # Swift's own answer, with the classes now stored as every reclassification has.
+            self.logger.increment(RECLASSIFIED)
+            resp.headers.update(classmap_to_headers(cmap))
+        return resp(env, start_response)
 
     def handle_read(self, req: Request, account: str, start_response: object) -> Iterable[bytes]:
         env = req.environ
@@ -416,12 +411,12 @@ class DssMiddleware:
             cmap = self._header_classes(req, None)
             assert cmap is not None
             self._authorize(req, account, cmap)
-            current = self._head(req)
-            if is_success(current.status_int):
-                cmap = self._fit(req, cmap, current, may_read=True)
-                # Readers that send their classes with every GET must not pay for a POST each.
-                if self._stored_classes(current) != cmap:
-                    self._reclassify_on_read(req, cmap, current)
+            current = head(req, self.app)
+            # Readers that send their classes with every GET must not pay for a POST each.
+            if is_success(current.status_int) and self._stored_classes(current) != self._fit(
+                req, cmap, current, may_read=True
+            ):
+                self._reclassify_on_read(req, cmap, current)
             env.pop(ENV_OBJECT_CLASS, None)
             env.pop(ENV_RANGE_CLASS, None)
         return ClassedResponse(self.app, self.limits, self.logger).handle(env, start_response)
@@ -434,37 +429,25 @@ class DssMiddleware:
                 request=req,
                 content_type="text/plain",
             )
-        resp = self.reclassify(req, cmap, current)
+        resp = self.reclassify(req, cmap, current, may_read=True)
         if not is_success(resp.status_int):
-            raise status_response(resp, req)
+            raise resp
 
-    def reclassify(self, req: Request, cmap: ClassMap, current: Response) -> Response:
-        """Store ``cmap`` as the object's classes, changing nothing else about it."""
+    def reclassify(
+        self, req: Request, asked: ClassMap, current: Response, may_read: bool, blk: int = 0
+    ) -> Response:
+        """Store ``asked``, fitted to the object, as its classes, changing nothing else."""
         # The POST carries the client's own swift.authorize: the proxy checks it again.
         post = make_subrequest(
             req.environ, method="POST", path=req.path, headers={}, swift_source=SWIFT_SOURCE
         )
-        self._copy_preserved(current, post)
-        self._set_sysmeta(post, cmap)
-        resp = post.get_response(self.app)
+        fit = partial(self._fit, req, asked, may_read=may_read, blk=blk)
+        resp, cmap = post_classes(req, self.app, post.environ, current, fit, self.preserve_headers)
         if not is_success(resp.status_int):
-            return status_response(resp, req)
+            # The POST's own answer carries a POST's headers; one made for req, its reason.
+            return resp if resp.request is req else status_response(resp, req)
         self.logger.increment(RECLASSIFIED)
         return HTTPAccepted(request=req, headers=classmap_to_headers(cmap))
-
-    def _head(self, req: Request) -> Response:
-        # Pre-authorised, so a user who may write but not read can still POST: call it only
-        # once the request itself is authorised, and give none of its answer to the caller.
-        head = make_pre_authed_request(
-            req.environ, method="HEAD", path=req.path, headers={}, swift_source=SWIFT_SOURCE
-        )
-        return head.get_response(self.app)
-
-    def _copy_preserved(self, current: Response, target: Request) -> None:
-        for key, value in current.headers.items():
-            low = key.lower()
-            if low.startswith("x-object-meta-") or low in self.preserve_headers:
-                target.headers[key] = value
 
     def _stored_classes(self, current: Response) -> ClassMap | None:
         try:

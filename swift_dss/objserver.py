@@ -5,6 +5,9 @@ The classes of an object are its class map, stored as object transient sysmeta b
 proxy middleware (see :mod:`swift_dss.formats.sysmeta`). A PUT writes each chunk with the
 class of its bytes, split at class boundaries; a GET reads each piece with its stored class
 (ranged GETs included); a POST that changes the class map reclassifies the stored bytes.
+A POST from the dss middleware is held to the upload it read (:mod:`swift_dss.class_post`):
+refused with 409 where newer data is here, and its classes (and the metadata it re-sent)
+set aside for an upload that lands after it.
 Replicated objects arrive through ssync's PUT and POST subrequests and take the same paths.
 Only replication policies served by Swift's stock diskfile are classified; other policies
 keep their own diskfile and reach the device unclassified.
@@ -47,13 +50,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from eventlet import tpool
+from swift.common.exceptions import DiskFileError
+from swift.common.request_helpers import is_backend_open_expired
 from swift.common.storage_policy import POLICIES, REPL_POLICY
-from swift.common.swob import HeaderEnvironProxy, HeaderKeyDict
-from swift.common.utils import drop_buffer_cache, fdatasync
+from swift.common.swob import HeaderEnvironProxy, HeaderKeyDict, HTTPConflict, Response
+from swift.common.utils import drop_buffer_cache, fdatasync, public
 from swift.obj import server
 from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileReader, DiskFileWriter
 
 from swift_dss import dssio
+from swift_dss.class_post import DATA_TIMESTAMP, data_is_newer, metadata_for_data
 from swift_dss.formats import ClassError, ClassMap, from_sysmeta, sysmeta_keys, to_sysmeta
 from swift_dss.formats.sysmeta import CLASS_KEY, EnvironHeaders, HeaderSource
 from swift_dss.object_head import SLO_SIZE
@@ -330,6 +336,16 @@ class ClassifiedDiskFile(DiskFile):
         """The stored class map of the opened object (a POST's .meta already merged)."""
         return stored_classes(self.get_metadata(), self._logger, self._datadir) or UNCLASSIFIED
 
+    def _construct_from_data_file(
+        self, data_file: str, meta_file: str | None, *args: Any, **kwargs: Any
+    ) -> Any:
+        fp = super()._construct_from_data_file(data_file, meta_file, *args, **kwargs)
+        if meta_file:
+            self._metadata = metadata_for_data(
+                self._metadata, self._datafile_metadata, self._metafile_metadata
+            )
+        return fp
+
     def write_metadata(self, metadata: dict[str, str]) -> None:
         """Store POST metadata; then, if it carries a different class map, reclassify the
         stored data. A POST without class sysmeta leaves the data's classes alone."""
@@ -391,6 +407,33 @@ class ObjectController(server.ObjectController):
                 self.logger.warning(
                     "storage policy %s (%s) is not classified by dssio", int(policy), policy.name
                 )
+
+    @public
+    def POST(self, request: Any) -> Response:
+        """Swift's POST; one that changes classes (it names the data it was meant for) is
+        refused with 409 where this server holds newer data."""
+        seen = request.headers.get(DATA_TIMESTAMP)
+        if seen is not None and self._holds_newer_data(request, seen):
+            return HTTPConflict(
+                body="the object was replaced since its classes were read\n",
+                request=request,
+                content_type="text/plain",
+            )
+        return super().POST(request)
+
+    def _holds_newer_data(self, request: Any, seen: str) -> bool:
+        place = server.get_obj_name_and_placement(request)
+        try:
+            disk_file = self.get_diskfile(
+                *place[:5], policy=place[5],
+                open_expired=is_backend_open_expired(request),
+                next_part_power=request.headers.get("X-Backend-Next-Part-Power"),
+            )  # fmt: skip
+            with disk_file.open():
+                return data_is_newer(disk_file.data_timestamp, seen)
+        except DiskFileError:
+            # No object, or none to be read now: Swift's POST gives its own answer.
+            return False
 
     def _stage_obj_data(
         self, request: Any, device: str, obj_input: Any, writer: Any, fsize: int | None

@@ -28,6 +28,13 @@ class Swift:
         url, token = get_auth(cluster.auth_url, cluster.user, cluster.key)
         return cls(url, token)
 
+    @classmethod
+    def with_container(cls, cluster: object, container: str) -> Swift:
+        """A session for ``cluster`` whose account holds ``container``."""
+        s = cls.connect(cluster)
+        assert s.request("PUT", container).status_code in (201, 202)
+        return s
+
     def url(self, path: str) -> str:
         return f"{self.storage_url}/{path.lstrip('/')}"
 

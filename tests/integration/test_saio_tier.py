@@ -55,9 +55,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Saio]:
 
 @pytest.fixture(scope="module")
 def swift(cluster: Saio) -> Swift:
-    s = Swift.connect(cluster)
-    assert s.request("PUT", "c1").status_code in (201, 202)
-    return s
+    return Swift.with_container(cluster, "c1")
 
 
 def cli(*args: str) -> tuple[int, str]:

@@ -16,6 +16,7 @@ from swift.common import storage_policy, utils
 from swift.common.swob import Request
 from swift.common.utils import Timestamp
 
+from swift_dss.class_post import DATA_TIMESTAMP, FOR_DATA, KEPT_META
 from swift_dss.dssio import NoneBackend
 from swift_dss.formats import SECTOR, ClassMap, from_sysmeta, to_sysmeta
 from swift_dss.objserver import ObjectController, app_factory, stored_classes
@@ -331,6 +332,53 @@ def test_post_with_same_classes_or_without_sysmeta_does_not_reclassify(server: S
     assert server.request("POST", "o7", **classes_of(cmap)).status_int == 202
     assert server.request("POST", "o7", **{"X-Object-Meta-Color": "blue"}).status_int == 202
     assert server.records("o7", "reclassify") == []
+
+
+def test_a_post_for_data_an_upload_replaced_is_refused(server: Server) -> None:
+    first, second = server.timestamp(), server.timestamp()
+    server.request("PUT", "o20", body(1000), **{"X-Timestamp": first, "X-Object-Meta-V": "1"})
+    server.request("PUT", "o20", body(2000), **{"X-Timestamp": second, "X-Object-Meta-V": "2"})
+    stale = {DATA_TIMESTAMP: first, "X-Object-Meta-V": "1"}
+    refused = server.request("POST", "o20", **stale, **classes_of(ClassMap.build(12)))
+    assert refused.status_int == 409
+    assert b"replaced" in refused.body_bytes
+    head = server.request("HEAD", "o20")
+    assert head.headers["X-Object-Meta-V"] == "2"
+    assert "X-Object-Transient-Sysmeta-Dss-Class" not in head.headers
+    current = {DATA_TIMESTAMP: second, "X-Object-Meta-V": "2"}
+    taken = server.request("POST", "o20", **current, **classes_of(ClassMap.build(12)))
+    assert taken.status_int == 202
+    assert server.request("HEAD", "o20").headers["X-Object-Transient-Sysmeta-Dss-Class"] == "12"
+    # An object that is gone gets Swift's own answer.
+    assert server.request("POST", "o21", **current).status_int == 404
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_classes_set_for_other_data_give_way_to_an_upload_landing_after(
+    server: Server, kept: bool
+) -> None:
+    """An upload under way while a POST set classes for the data before it: the POST is
+    newer, so Swift applies its .meta to the upload; what it set for the older data is
+    dropped, and the metadata it re-sent too when it was the object's own."""
+    older, upload, post = (server.timestamp() for _ in range(3))
+    server.request("PUT", "o22", body(1000), **{"X-Timestamp": older, "X-Object-Meta-V": "old"})
+    meta = {"X-Timestamp": post, FOR_DATA: older, "X-Object-Meta-V": "old" if kept else "post"}
+    if kept:
+        meta[KEPT_META] = "yes"
+    assert server.request("POST", "o22", **meta, **classes_of(ClassMap.build(12))).status_int == 202
+    own = {"X-Timestamp": upload, "X-Object-Meta-V": "new", **classes_of(ClassMap.build(21))}
+    assert server.request("PUT", "o22", body(3000), **own).status_int == 201
+    got = server.request("GET", "o22")
+    assert got.body_bytes == body(3000)
+    # Swift's own rule: the POST is the newer, and its timestamp stays the object's.
+    assert got.headers["X-Timestamp"] == post
+    assert got.headers["X-Object-Meta-V"] == ("new" if kept else "post")
+    assert got.headers["X-Object-Transient-Sysmeta-Dss-Class"] == "21"
+    assert_reads_classified(server.records("o22", "read"), ClassMap.build(21))
+    # Classes set for the data that is there hold, as before.
+    meta = {FOR_DATA: upload, **classes_of(ClassMap.build(13))}
+    assert server.request("POST", "o22", **meta).status_int == 202
+    assert server.request("HEAD", "o22").headers["X-Object-Transient-Sysmeta-Dss-Class"] == "13"
 
 
 def test_post_classifies_an_unclassified_object(server: Server) -> None:
