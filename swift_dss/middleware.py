@@ -23,9 +23,10 @@ and out of band, for an existing object:
 A reclassification changes classes only: the data, ETag, content type and user metadata stay
 as they were, those of the upload it read (:mod:`swift_dss.class_post`). Classes survive
 every other operation too: a POST of user metadata (the middleware re-sends the stored
-classes with it), COPY and versioning (their subrequests carry the sysmeta). S3 clients reach all of this through s3api with the same headers, or
-with ``x-amz-meta-dss-object-class`` / ``x-amz-meta-dss-range-class`` user metadata, which
-the middleware takes as classes and reports back in the same form.
+classes with it), COPY and versioning (their subrequests carry the sysmeta). S3 clients
+reach all of this through s3api with the same headers, or with
+``x-amz-meta-dss-object-class`` / ``x-amz-meta-dss-range-class`` user metadata, which the
+middleware takes as classes and reports back in the same form.
 
 Malformed class information is answered with 400, class information beyond the configured
 limits with 413, and a class the client may not set with 403, each with a one-line reason.
