@@ -168,10 +168,14 @@ impl Filesystem for TierFs {
                 target.chown(uid, gid)?;
             }
             if let Some(len) = size {
-                let f = OpenOptions::new()
-                    .write(true)
-                    .open(target.path())
-                    .map_err(errno)?;
+                let f = match &target {
+                    Target::Open(_) => OpenOptions::new()
+                        .write(true)
+                        .open(target.path())
+                        .map_err(errno)?,
+                    // The name may go to another file before the open: `open_as` checks.
+                    Target::Name(_) => self.open_as(ino, libc_o::O_WRONLY)?.1,
+                };
                 // FUSE_HANDLE_KILLPRIV_V2 leaves this to us; fuser does not pass on the
                 // kernel's CAP_FSETID verdict, so root stands for the privileged caller.
                 if mode.is_none() && req.uid() != 0 {
