@@ -148,10 +148,11 @@ def metadata_for_data(merged: dict, data: Mapping[str, str], meta: Mapping[str, 
     if meant is None:
         return merged
     try:
-        if Timestamp(meant) == Timestamp(data.get("X-Timestamp")):
+        if Timestamp(meant) == Timestamp(data["X-Timestamp"]):
             return merged
-    except ValueError:
-        pass
+    except (KeyError, ValueError):
+        # Not a timestamp, or data without one: nothing to hold the .meta to.
+        return merged
     if meta.get(KEPT_META):
         own = dict(data)
         for key in ("X-Timestamp", "Content-Type", "Content-Type-Timestamp"):
