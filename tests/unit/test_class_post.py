@@ -13,9 +13,11 @@ from swift_dss.class_post import (
     FOR_DATA,
     KEPT_META,
     SWIFT_SOURCE,
+    metadata_for_data,
     post_classes,
 )
 from swift_dss.formats import ClassMap, from_sysmeta
+from swift_dss.formats.sysmeta import CLASS_KEY
 
 
 class Proxy:
@@ -100,3 +102,16 @@ def test_without_the_data_s_timestamp_the_post_is_held_to_nothing() -> None:
     run(proxy, {"Content-Length": "20"}, frozenset())
     (posted,) = proxy.posted
     assert DATA_TIMESTAMP not in posted and FOR_DATA not in posted and KEPT_META not in posted
+
+
+def test_a_meta_for_other_data_gives_way_only_in_what_it_set() -> None:
+    data = {"X-Timestamp": "2.00000", "X-Object-Meta-V": "2", CLASS_KEY: "21", "Etag": "e"}
+    meta = {"X-Timestamp": "3.00000", "X-Object-Meta-V": "1", CLASS_KEY: "12"}
+    merged = {**data, **meta}
+    assert metadata_for_data(merged, data, meta) == merged
+    for marker in ("2.00000", "not a timestamp"):
+        assert metadata_for_data(merged, data, {**meta, FOR_DATA: marker}) == merged
+    other = {**meta, FOR_DATA: "1.00000"}
+    assert metadata_for_data(merged, data, other) == {**merged, CLASS_KEY: "21"}
+    kept = {**other, KEPT_META: "yes"}
+    assert metadata_for_data(merged, data, kept) == {**data, "X-Timestamp": "3.00000"}
