@@ -22,7 +22,8 @@ from swift.common.swob import HTTPConflict, Request, Response
 from swift.common.utils import Timestamp, close_if_possible
 from swift.common.wsgi import make_pre_authed_request
 
-from swift_dss.formats import OBJECT_CLASS, RANGE_CLASS, ClassMap, to_sysmeta
+from swift_dss.formats import ClassMap, to_sysmeta
+from swift_dss.formats.headers import ENV_OBJECT_CLASS, ENV_RANGE_CLASS
 from swift_dss.formats.sysmeta import ENVIRON_PREFIX, PREFIX, environ_key
 from swift_dss.object_head import status_response
 
@@ -35,8 +36,6 @@ FOR_DATA = PREFIX + "For-Data"
 KEPT_META = PREFIX + "Kept-Meta"
 ATTEMPTS = 3
 _PREFIX = PREFIX.lower()
-_ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
-_ENV_RANGE_CLASS = environ_key(RANGE_CLASS)
 
 
 def head(req: Request, app: object) -> Response:
@@ -79,8 +78,8 @@ def set_sysmeta(req: Request, cmap: ClassMap, current: Response | None = None) -
     # The classes travel on as sysmeta. The client's own headers would only ride along to
     # every backend request, where each header costs Swift a little in every loop over
     # the headers.
-    env.pop(_ENV_OBJECT_CLASS, None)
-    env.pop(_ENV_RANGE_CLASS, None)
+    env.pop(ENV_OBJECT_CLASS, None)
+    env.pop(ENV_RANGE_CLASS, None)
 
 
 def changed_under(req: Request) -> Response:

@@ -122,6 +122,7 @@ from swift_dss.formats import (
     from_sysmeta,
     read_classfile,
 )
+from swift_dss.formats.headers import ENV_OBJECT_CLASS, ENV_RANGE_CLASS
 from swift_dss.formats.sysmeta import environ_key
 from swift_dss.middleware_metrics import (
     CLASSES_SET,
@@ -141,8 +142,6 @@ DEFAULT_PRESERVE_HEADERS = (
 )
 # The request headers every object request is checked for, as environ keys: reading the
 # environ directly spares swob's header proxy its conversions on each lookup.
-ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
-ENV_RANGE_CLASS = environ_key(RANGE_CLASS)
 ENV_META_OBJECT_CLASS = environ_key(META_OBJECT_CLASS)
 ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 ENV_OBJECT_FILE = environ_key(OBJECT_FILE)

@@ -73,7 +73,8 @@ from swift.common.swob import HTTPException, Request, str_to_wsgi, wsgi_quote
 from swift.common.utils import config_true_value, get_logger
 from swift.common.wsgi import WSGIContext, make_subrequest
 
-from swift_dss.formats import OBJECT_CLASS, OBJECT_FILE, RANGE_CLASS
+from swift_dss.formats import OBJECT_CLASS, OBJECT_FILE
+from swift_dss.formats.headers import ENV_OBJECT_CLASS, ENV_RANGE_CLASS
 from swift_dss.formats.sysmeta import environ_key
 
 OPTION_PREFIX = "storage_class_"
@@ -89,8 +90,6 @@ SWIFT_SOURCE = "S3SC"
 #: each request it makes, so both see one _Exchange).
 ENV_EXCHANGE = "swift_dss.s3_storage_class"
 ENV_STORAGE_CLASS = environ_key(STORAGE_CLASS)
-ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
-ENV_RANGE_CLASS = environ_key(RANGE_CLASS)
 ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 #: The object class in dss form, as an S3 client sends it.
 _CLIENT_OBJECT_CLASS = {

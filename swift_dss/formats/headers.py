@@ -7,9 +7,14 @@ import re
 from swift_dss.formats.classmap import ClassMap, ClassRange, check_class
 from swift_dss.formats.errors import ClassError, ClassLimitError
 from swift_dss.formats.limits import DEFAULT_LIMITS, Limits
+from swift_dss.formats.sysmeta import environ_key
 
 OBJECT_CLASS = "X-DSS-Object-Class"
 RANGE_CLASS = "X-DSS-Range-Class"
+# As WSGI environ keys: the middlewares read and drop them there, sparing swob's header
+# proxy its conversions on each lookup.
+ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
+ENV_RANGE_CLASS = environ_key(RANGE_CLASS)
 OBJECT_FILE = "X-DSS-Object-File"
 CLASS_FILE = "X-DSS-Class-File"
 
