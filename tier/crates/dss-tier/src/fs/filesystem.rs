@@ -17,7 +17,7 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -168,14 +168,8 @@ impl Filesystem for TierFs {
                 target.chown(uid, gid)?;
             }
             if let Some(len) = size {
-                let f = match &target {
-                    Target::Open(_) => OpenOptions::new()
-                        .write(true)
-                        .open(target.path())
-                        .map_err(errno)?,
-                    // The name may go to another file before the open: `open_as` checks.
-                    Target::Name(_) => self.open_as(ino, libc_o::O_WRONLY)?.1,
-                };
+                // Opened as an open is (`open_as`): a name can go to another file first.
+                let (_, f) = self.open_as(ino, libc_o::O_WRONLY)?;
                 // FUSE_HANDLE_KILLPRIV_V2 leaves this to us; fuser does not pass on the
                 // kernel's CAP_FSETID verdict, so root stands for the privileged caller.
                 if mode.is_none() && req.uid() != 0 {
