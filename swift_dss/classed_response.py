@@ -16,11 +16,9 @@ from swift_dss.formats import (
     classmap_to_headers,
     from_sysmeta,
 )
+from swift_dss.formats.headers import META_OBJECT_CLASS, META_RANGE_CLASS
 from swift_dss.formats.sysmeta import PREFIX
 
-#: Class headers in the user-metadata form, for S3 clients that can only set metadata.
-META_OBJECT_CLASS = "X-Object-Meta-Dss-Object-Class"
-META_RANGE_CLASS = "X-Object-Meta-Dss-Range-Class"
 #: The copy middleware's source GETs: their classes travel as sysmeta, not as client headers.
 COPY_SOURCE = "SSC"
 S3_SOURCE = "S3"

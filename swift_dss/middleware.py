@@ -101,12 +101,7 @@ from swift_dss.class_post import (
     post_classes,
     set_sysmeta,
 )
-from swift_dss.classed_response import (
-    COPY_SOURCE,
-    META_OBJECT_CLASS,
-    META_RANGE_CLASS,
-    ClassedResponse,
-)
+from swift_dss.classed_response import COPY_SOURCE, ClassedResponse
 from swift_dss.formats import (
     CLASS_FILE,
     OBJECT_CLASS,
@@ -122,8 +117,13 @@ from swift_dss.formats import (
     from_sysmeta,
     read_classfile,
 )
-from swift_dss.formats.headers import ENV_OBJECT_CLASS, ENV_RANGE_CLASS
-from swift_dss.formats.sysmeta import environ_key
+from swift_dss.formats.headers import (
+    ENV_META_OBJECT_CLASS,
+    ENV_META_RANGE_CLASS,
+    ENV_OBJECT_CLASS,
+    ENV_RANGE_CLASS,
+)
+from swift_dss.formats.sysmeta import CLASS_KEY, environ_key
 from swift_dss.middleware_metrics import (
     CLASSES_SET,
     RECLASSIFIED,
@@ -142,8 +142,6 @@ DEFAULT_PRESERVE_HEADERS = (
 )
 # The request headers every object request is checked for, as environ keys: reading the
 # environ directly spares swob's header proxy its conversions on each lookup.
-ENV_META_OBJECT_CLASS = environ_key(META_OBJECT_CLASS)
-ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 ENV_OBJECT_FILE = environ_key(OBJECT_FILE)
 ENV_CLASS_FILE = environ_key(CLASS_FILE)
 _ENV_CLASS_HEADERS = (
@@ -413,8 +411,8 @@ class DssMiddleware:
             self._authorize(req, account, cmap)
             current = head(req, self.app)
             # Readers that send their classes with every GET must not pay for a POST each.
-            if is_success(current.status_int) and self._stored_classes(current) != self._fit(
-                req, cmap, current, may_read=True
+            if is_success(current.status_int) and not self._holds(
+                current, self._fit(req, cmap, current, may_read=True)
             ):
                 self._reclassify_on_read(req, cmap, current)
             env.pop(ENV_OBJECT_CLASS, None)
@@ -455,6 +453,14 @@ class DssMiddleware:
         except ClassError as err:
             self.logger.warning("object has corrupt class sysmeta: %s", err)
             return None
+
+    def _holds(self, current: Response, cmap: ClassMap) -> bool:
+        """Whether the object is classified as ``cmap`` already, in whatever form (an object
+        never classified is class 0 throughout; one whose classes are corrupt is not)."""
+        if current.headers.get(CLASS_KEY) is None:
+            return cmap.classifies_like(ClassMap())
+        stored = self._stored_classes(current)
+        return stored is not None and stored.classifies_like(cmap)
 
 
 def filter_factory(global_conf: Mapping[str, str], **local_conf: str) -> object:

@@ -357,7 +357,7 @@ class ClassifiedDiskFile(DiskFile):
         if new is None:
             return
         old = stored_classes(before, self._logger, self._datadir) or UNCLASSIFIED
-        if new != old:
+        if not new.classifies_like(old):
             self.reclassify(new, int(before["Content-Length"]))
 
     def reclassify(self, classes: ClassMap, size: int) -> None:

@@ -74,7 +74,7 @@ from swift.common.utils import config_true_value, get_logger
 from swift.common.wsgi import WSGIContext, make_subrequest
 
 from swift_dss.formats import OBJECT_CLASS, OBJECT_FILE
-from swift_dss.formats.headers import ENV_OBJECT_CLASS, ENV_RANGE_CLASS
+from swift_dss.formats.headers import ENV_META_RANGE_CLASS, ENV_OBJECT_CLASS, ENV_RANGE_CLASS
 from swift_dss.formats.sysmeta import environ_key
 
 OPTION_PREFIX = "storage_class_"
@@ -82,7 +82,6 @@ STANDARD = "STANDARD"
 STORAGE_CLASS = "x-amz-storage-class"
 #: The class of an object as s3api returns it to S3 clients (the dss middleware's doing).
 S3_OBJECT_CLASS = "x-amz-meta-dss-object-class"
-META_RANGE_CLASS = "X-Object-Meta-Dss-Range-Class"
 #: The swift.source of the requests s3api makes, and of the PUT of a copy.
 S3_SOURCES = ("S3", "SSC")
 SWIFT_SOURCE = "S3SC"
@@ -90,7 +89,6 @@ SWIFT_SOURCE = "S3SC"
 #: each request it makes, so both see one _Exchange).
 ENV_EXCHANGE = "swift_dss.s3_storage_class"
 ENV_STORAGE_CLASS = environ_key(STORAGE_CLASS)
-ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 #: The object class in dss form, as an S3 client sends it.
 _CLIENT_OBJECT_CLASS = {
     OBJECT_CLASS: ENV_OBJECT_CLASS,

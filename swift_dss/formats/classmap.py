@@ -166,6 +166,15 @@ class ClassMap:
         if cur_cls is not None and pos > cur_start:
             yield (cur_start, pos - cur_start, cur_cls)
 
+    def classifies_like(self, other: ClassMap) -> bool:
+        """Whether both maps give one object class and every byte one class: a range of the
+        object class itself changes no byte, so it may be there in one and not the other."""
+        if self.default != other.default:
+            return False
+        mine = [r for r in self.ranges if r.cls != self.default]
+        theirs = [r for r in other.ranges if r.cls != other.default]
+        return mine == theirs
+
     def with_default(self, default: int) -> ClassMap:
         return ClassMap(default, self.ranges)
 

@@ -15,6 +15,11 @@ RANGE_CLASS = "X-DSS-Range-Class"
 # proxy its conversions on each lookup.
 ENV_OBJECT_CLASS = environ_key(OBJECT_CLASS)
 ENV_RANGE_CLASS = environ_key(RANGE_CLASS)
+#: The two class headers in the user-metadata form, for S3 clients that can only set metadata.
+META_OBJECT_CLASS = "X-Object-Meta-Dss-Object-Class"
+META_RANGE_CLASS = "X-Object-Meta-Dss-Range-Class"
+ENV_META_OBJECT_CLASS = environ_key(META_OBJECT_CLASS)
+ENV_META_RANGE_CLASS = environ_key(META_RANGE_CLASS)
 OBJECT_FILE = "X-DSS-Object-File"
 CLASS_FILE = "X-DSS-Class-File"
 

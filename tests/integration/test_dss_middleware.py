@@ -436,6 +436,40 @@ def test_get_with_the_stored_classes_does_not_reclassify(swift: Swift, saio: obj
     assert resp.headers["X-DSS-Range-Class"] == "0-2-26"
 
 
+@pytest.mark.parametrize(
+    ("stored", "stated"),
+    [
+        (
+            {"X-DSS-Object-Class": "26", "X-DSS-Range-Class": "0-1-26,2-2-27"},
+            {"X-DSS-Object-Class": "26", "X-DSS-Range-Class": "2-2-27"},
+        ),
+        ({"X-DSS-Object-Class": "26"}, {"X-DSS-Object-Class": "26", "X-DSS-Range-Class": "0-6-26"}),
+        ({}, {"X-DSS-Object-Class": "0"}),
+    ],
+    ids=["redundant-range-stored", "redundant-range-stated", "unclassified"],
+)
+def test_get_stating_the_stored_classes_in_another_form_does_not_reclassify(
+    swift: Swift, saio: object, stored: dict[str, str], stated: dict[str, str]
+) -> None:
+    name = new_name()
+    swift.request("PUT", f"c1/{name}", data=payload(3000), headers=stored)
+    before = classes_of(swift, name)
+    # A POST, even one the object servers find changes nothing, moves the X-Timestamp.
+    stamp = swift.request("HEAD", f"c1/{name}").headers["X-Timestamp"]
+    with recorded(saio.record_log) as io:
+        resp = swift.request("GET", f"c1/{name}", headers=stated)
+    assert resp.status_code == 200
+    assert [e for e in io if e.op == "reclassify"] == []
+    assert resp.headers["X-Timestamp"] == stamp
+    assert {k: resp.headers[k] for k in before} == before
+    # A GET that does change a class, to show both would have caught one.
+    with recorded(saio.record_log) as io:
+        changed = swift.request("GET", f"c1/{name}", headers={"X-DSS-Object-Class": "28"})
+    assert changed.status_code == 200
+    assert [e for e in io if e.op == "reclassify"] != []
+    assert changed.headers["X-Timestamp"] != stamp
+
+
 def test_large_object_manifest_ranges_refer_to_the_whole_object(swift: Swift) -> None:
     name = new_name()
     segment = payload(600_000)

@@ -144,6 +144,26 @@ def test_canonical_form_sorts_and_merges() -> None:
 
 
 @pytest.mark.parametrize(
+    ("a", "b", "alike"),
+    [
+        (("26", "0-1-26,1-1-27"), ("26", "1-1-27"), True),
+        (("26", "0-8-26"), ("26", None), True),
+        ((None, "0-1-0"), ("0", None), True),
+        (("26", "1-1-27"), ("26", "1-2-27"), False),
+        (("26", "0-1-27"), ("27", "1-1000-26"), False),
+        (("26", None), ("27", None), False),
+        ((None, "0-1-5"), (None, "0-1-6"), False),
+    ],
+)
+def test_maps_classify_alike_whatever_their_form(
+    a: tuple[str | None, str | None], b: tuple[str | None, str | None], alike: bool
+) -> None:
+    first, second = classmap_from_headers(*a), classmap_from_headers(*b)
+    assert first.classifies_like(second) is alike
+    assert second.classifies_like(first) is alike
+
+
+@pytest.mark.parametrize(
     ("obj", "rng", "size", "message"),
     [
         ("256", None, None, "outside"),

@@ -330,6 +330,9 @@ def test_post_with_same_classes_or_without_sysmeta_does_not_reclassify(server: S
     cmap = ClassMap.build(11)
     server.request("PUT", "o7", body(2000), **classes_of(cmap))
     assert server.request("POST", "o7", **classes_of(cmap)).status_int == 202
+    # The same classes in another form: a range of the object class changes no byte.
+    alike = ClassMap.build(11, [(1, 2, 11)])
+    assert server.request("POST", "o7", **classes_of(alike)).status_int == 202
     assert server.request("POST", "o7", **{"X-Object-Meta-Color": "blue"}).status_int == 202
     assert server.records("o7", "reclassify") == []
 
