@@ -11,6 +11,7 @@ it by pid and command line.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -26,6 +27,8 @@ from swift_dss.tierctl.binary import find
 from swift_dss.tierctl.errors import TierError
 from swift_dss.tierctl.options import MountOptions, mount_command
 
+#: The root's xattr where the daemon answers its counters, its pid among them.
+STATS_XATTR = "user.dss-tier.stats"
 #: How long a daemon may take to show its mount.
 MOUNT_TIMEOUT = 30.0
 #: How long `dss-tier umount` waits for the daemon's write-back.
@@ -48,6 +51,10 @@ class Daemon:
     #: Its log, None if its output was discarded; its messages start at byte LOG_START.
     log: str | None
     log_start: int = 0
+    #: A dss-tier mount was on PATH when it started (one whose daemon died, which it
+    #: unmounts, or another daemon's, which makes it fail): its own is the one that
+    #: names its pid.
+    over_mount: bool = field(default=False, compare=False)
     _child: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -91,6 +98,7 @@ def spawn(
     for path in (ssd, hdd, mountpoint):
         path.mkdir(parents=True, exist_ok=True)
     cmd = mount_command(binary, ssd, hdd, mountpoint, options)
+    over_mount = mount_type(mountpoint) == TIER_FSTYPE
     start = 0
     if log is None:
         child = _start(cmd, subprocess.DEVNULL)
@@ -101,7 +109,9 @@ def spawn(
             start = out.tell()
             child = _start(cmd, out)
     _children.append(child)
-    return Daemon(str(mountpoint), child.pid, cmd, None if log is None else str(log), start, child)
+    return Daemon(
+        str(mountpoint), child.pid, cmd, None if log is None else str(log), start, over_mount, child
+    )
 
 
 def _start(cmd: list[str], out: Any) -> subprocess.Popen[bytes]:
@@ -120,8 +130,16 @@ def alive(daemon: Daemon) -> bool:
 
 
 def mounted(daemon: Daemon) -> bool:
-    """A dss-tier mount shows on the daemon's mount point."""
-    return mount_type(daemon.path) == TIER_FSTYPE
+    """A dss-tier mount shows on the daemon's mount point (its own, if another was there)."""
+    if mount_type(daemon.path) != TIER_FSTYPE:
+        return False
+    if not daemon.over_mount:
+        return True
+    try:
+        stats = json.loads(os.getxattr(daemon.path, STATS_XATTR))
+    except (OSError, ValueError):
+        return False
+    return isinstance(stats, dict) and stats.get("pid") == daemon.pid
 
 
 def wait_mounted(daemon: Daemon, timeout: float = MOUNT_TIMEOUT) -> None:

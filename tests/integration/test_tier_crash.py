@@ -4,9 +4,11 @@ than what was acknowledged."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -14,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from swift_dss.mountinfo import mount_type
 from tests.integration.tier_helpers import (  # noqa: F401
     BIN,
+    REFERENCE,
     Tier,
     make_tier,
     tiers,
@@ -215,3 +219,52 @@ def test_kill_9_while_a_removed_file_is_still_open(
     t.umount()
     assert sorted(p.name for p in t.hdd.iterdir() if p.name != ".dss-tier") == ["keep", "new"]
     assert "clean" in t.fsck().stdout
+
+
+def _helper_of(mountpoint: Path) -> int:
+    """The pid of the fusermount3 that mounted MOUNTPOINT and waits to unmount it."""
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if args[0].endswith(b"fusermount3") and os.fsencode(mountpoint) in args:
+            return int(entry.name)
+    raise AssertionError(f"no fusermount3 waits on {mountpoint}")
+
+
+def test_a_mount_left_by_a_daemon_killed_with_its_helper_is_replaced(
+    make_tier: object,  # noqa: F811
+) -> None:
+    """A service manager stopping a unit kills its whole control group: the daemon and the
+    fusermount3 that would have unmounted its mount. The next mount unmounts the one left
+    behind, says so, and serves what the dead daemon acknowledged; a mount whose daemon
+    lives is still refused."""
+    t = make_tier()
+    t.mount(mode="dss")
+    body = content("kept", 1)
+    with open(t.mnt / "kept", "wb") as f:
+        f.write(body)
+        f.flush()
+        os.fsync(f.fileno())
+    # Read just now: the kernel keeps the root's attributes a while, so a plain stat of
+    # the dead mount would still succeed.
+    assert (t.mnt / "kept").read_bytes() == body
+    os.kill(_helper_of(t.mnt), signal.SIGKILL)
+    assert t.proc is not None
+    t.proc.kill()
+    t.proc.wait(timeout=30)
+    t.daemon = None
+    assert mount_type(t.mnt) == "fuse.dss-tier"
+    with pytest.raises(OSError) as dead:
+        os.statvfs(t.mnt)
+    assert dead.value.errno == errno.ENOTCONN
+    start = t.log.stat().st_size
+    t.mount(mode="dss")
+    assert "unmounted the mount of a daemon that died" in t.log.read_text()[start:]
+    assert (t.mnt / "kept").read_bytes() == body
+    again = subprocess.run([str(BIN), "mount", "--ssd", str(t.ssd), "--hdd", str(t.hdd),
+                            "--cache-size", "16MiB", "--policy", str(REFERENCE), str(t.mnt)],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert again.returncode == 1 and "already a dss-tier mount" in again.stderr
+    assert (t.mnt / "kept").read_bytes() == body

@@ -21,6 +21,7 @@ mod runs;
 #[cfg(test)]
 mod scratch;
 mod stats;
+mod tier_mounts;
 
 use clap::Parser;
 use cli::{Cli, Command, MountArgs};
@@ -34,16 +35,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-
-/// `mountpoint` as mountinfo lists it. A FUSE mount whose daemon died cannot be
-/// stat'ed (ENOTCONN), so only its parent is resolved.
-fn mount_path(mountpoint: &Path) -> Option<PathBuf> {
-    let abs = std::path::absolute(mountpoint).ok()?;
-    match (abs.parent(), abs.file_name()) {
-        (Some(parent), Some(name)) => Some(std::fs::canonicalize(parent).ok()?.join(name)),
-        _ => std::fs::canonicalize(&abs).ok(),
-    }
-}
+use tier_mounts::{dss_tier_mount, is_mounted, mount_id, mount_listed};
 
 /// The daemon holds a descriptor per open handle of the mount (every file Swift's servers
 /// have open) and up to 1,024 for write-back: the soft limit of 1024 that a service
@@ -63,20 +55,6 @@ fn raise_open_files_limit() {
     }
 }
 
-/// The latest dss-tier mount (fstype `fuse.dss-tier`) on `mountpoint`.
-fn dss_tier_mount(mountpoint: &Path) -> Option<mountinfo::Entry> {
-    let abs = mount_path(mountpoint)?;
-    mountinfo::read()
-        .ok()?
-        .into_iter()
-        .rfind(|e| e.fstype == "fuse.dss-tier" && e.mount_point == abs)
-}
-
-/// True when `mountpoint` is a dss-tier mount.
-fn is_mounted(mountpoint: &Path) -> bool {
-    dss_tier_mount(mountpoint).is_some()
-}
-
 /// The mount point an operator command names, once it is known to be a dss-tier mount.
 /// Found in the mount table without looking at the mount itself: a stat of its root
 /// would be charged to the cache like any request, and show in the counters read next.
@@ -92,12 +70,7 @@ fn tier_mount(mountpoint: &Path) -> Result<mountinfo::Entry, String> {
 }
 
 fn mount(m: MountArgs) -> Result<(), String> {
-    if is_mounted(&m.mountpoint) {
-        return Err(format!(
-            "{}: already a dss-tier mount",
-            m.mountpoint.display()
-        ));
-    }
+    tier_mounts::clear_dead(&m.mountpoint)?;
     let Checked {
         policy,
         policy_path,
@@ -261,19 +234,6 @@ fn mount(m: MountArgs) -> Result<(), String> {
             std::process::exit(1)
         }
     }
-}
-
-/// The mount id of the dss-tier mount on `mountpoint`.
-fn mount_id(mountpoint: &Path) -> Option<u64> {
-    dss_tier_mount(mountpoint).map(|e| e.id)
-}
-
-/// Whether mount `id` is still in this namespace (assumed so when the table cannot be
-/// read: the daemon must not stop serving on a failed read).
-fn mount_listed(id: u64) -> bool {
-    mountinfo::read()
-        .map(|mounts| mounts.iter().any(|e| e.id == id))
-        .unwrap_or(true)
 }
 
 /// Read one of the root's xattrs.
