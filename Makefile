@@ -85,7 +85,7 @@ lint: setup
 # verdict is the code's and not the draw's; `make properties` draws fresh ones.
 PROPERTY_SEED ?= 1121
 PROPERTY_RUNS ?= 20
-PROPERTY_TESTS := tests/unit/test_formats.py tests/unit/test_class_policy.py \
+PROPERTY_TESTS := tests/unit/test_formats.py tests/unit/test_settable_classes.py \
 	tests/unit/test_classifier.py
 
 tier-test: setup

@@ -168,3 +168,22 @@ def rust_sources() -> list[Path]:
 @pytest.mark.parametrize("path", rust_sources(), ids=lambda p: str(p.relative_to(TIER)))
 def test_rust_module_fits_in_a_reading(path: Path) -> None:
     assert rust_code_lines(path) <= RUST_MAX_LINES, f"{path} has {rust_code_lines(path)} lines"
+
+
+# A path of the repository in a Makefile line that is not a comment; build outputs
+# (tier/target) need not exist before the build.
+_MAKEFILE_PATH = re.compile(r"(?:^|(?<=[\s=\"']))((?:tests|swift_dss|tier|docs|\.ci)/[\w./-]+)")
+
+
+def test_every_path_the_makefile_names_exists() -> None:
+    """A renamed test module must not leave a target (`make properties`) pointing at
+    nothing, which pytest answers with an error only when that target runs."""
+    named = {
+        match.rstrip(".")
+        for line in (ROOT / "Makefile").read_text().splitlines()
+        if not line.lstrip().startswith("#")
+        for match in _MAKEFILE_PATH.findall(line)
+        if not match.startswith("tier/target/")
+    }
+    assert "tests/unit/test_formats.py" in named
+    assert sorted(p for p in named if not (ROOT / p).exists()) == []
