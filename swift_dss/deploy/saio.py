@@ -57,6 +57,12 @@ STATE_FILE = "saio.json"
 SWIFT_SERVERS = ("account", "container", "object", "proxy")
 
 
+def device_serves(device: dict[str, Any]) -> bool:
+    """A device is mounted and, on a tier mount, its daemon answers (a mount whose daemon
+    died stays listed, and answers every request with ENOTCONN)."""
+    return bool(device["mounted"]) and "error" not in (device["tier"] or {})
+
+
 class Saio(ProcessCluster):
     s3_access_key = "test:tester"
     s3_secret_key = "testing"
@@ -242,12 +248,13 @@ class Saio(ProcessCluster):
         return out
 
     def status(self) -> dict[str, Any]:
+        """Every process and device, with "up" when all of them run and serve."""
         processes = self._procs.status("log")
         devices = self.device_status()
         processes_up = bool(processes) and all(p["alive"] for p in processes.values())
         return {
             "dir": str(self.dir),
-            "up": processes_up and bool(devices) and all(d["mounted"] for d in devices.values()),
+            "up": processes_up and bool(devices) and all(map(device_serves, devices.values())),
             "dss": self.cfg.dss,
             "tier_mode": self.cfg.tier_mode or "none",
             "processes": processes,

@@ -38,8 +38,10 @@ def describe(cluster: Saio) -> str:
         lines.append(f"  {name:<17} pid {proc['pid']:<8} {state}")
     lines.append("Devices:")
     for name, dev in status["devices"].items():
-        state = "mounted" if dev["mounted"] else "NOT MOUNTED"
         tier = dev["tier"]
+        state = "mounted" if dev["mounted"] else "NOT MOUNTED"
+        if dev["mounted"] and tier is not None and "error" in tier:
+            state = "mounted, its DAEMON DOES NOT ANSWER (dss saio down, then up)"
         if tier is None:
             lines.append(f"  {name:<17} directory on a tmpfs  {state}")
         else:

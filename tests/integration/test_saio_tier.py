@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +162,66 @@ def test_down_unmounts_every_tier(cluster: Saio) -> None:
         assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX"
     assert not cluster.state_path.exists()
     assert not [line for line in (cluster.dir / "log" / "tier-d1.log").read_text().splitlines()]
+
+
+def test_a_device_whose_daemon_died_is_reported_and_replaced(tmp_path: Path) -> None:
+    """A tier daemon killed with the fusermount3 that would have unmounted its mount leaves
+    the mount listed: status says the device does not serve, and down then up make a
+    cluster that serves."""
+    cluster = Saio(SaioConfig(dir=tmp_path / "c", port=0, devices_size="512m"))
+    try:
+        cluster.up()
+        swift = Swift.with_container(cluster, "c")
+        data = os.urandom(100_000)
+        assert swift.request("PUT", "c/o", data=data).status_code == 201
+        device = cluster.status()["devices"]["d1"]
+        mountpoint = os.fsencode(device["path"])
+        helpers = [
+            int(p.name)
+            for p in Path("/proc").iterdir()
+            if p.name.isdigit()
+            and (cmd := _cmdline(p))
+            and cmd[0].endswith(b"fusermount3")
+            and mountpoint in cmd
+        ]
+        assert len(helpers) == 1
+        for pid in (*helpers, device["tier"]["pid"]):
+            os.kill(pid, signal.SIGKILL)
+        _wait_gone(device["tier"]["pid"])
+        status = cluster.status()
+        assert not status["up"]
+        assert status["devices"]["d1"]["mounted"] and "error" in status["devices"]["d1"]["tier"]
+        code, out = cli("saio", "status", "--dir", str(cluster.dir))
+        assert code == 1 and "DAEMON DOES NOT ANSWER" in out, out
+        cluster.down()
+        assert mounts_under(cluster.dir) == []
+        cluster = Saio(SaioConfig(dir=tmp_path / "c", port=0, devices_size="512m"))
+        cluster.up()
+        assert cluster.status()["up"]
+        # A new cluster (its devices start empty): it serves.
+        swift = Swift.with_container(cluster, "c")
+        assert swift.request("PUT", "c/o", data=data).status_code == 201
+        assert swift.request("GET", "c/o").content == data
+    finally:
+        if cluster.state_path.exists():
+            cluster.down()
+    assert mounts_under(tmp_path / "c") == []
+
+
+def _cmdline(proc: Path) -> list[bytes]:
+    try:
+        return (proc / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _wait_gone(pid: int) -> None:
+    for _ in range(300):
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"pid {pid} still runs")
 
 
 @pytest.mark.parametrize("mode", ["hdd", "ssd", "lru", "tiered"])
