@@ -88,7 +88,10 @@ def describe(cluster: LocalCluster) -> str:
         tier = node.get("tier")
         tier_text = ""
         if tier is not None:
-            tier_text = f", dss-tier pid {tier['pid']} {'' if tier['mounted'] else 'NOT '}mounted"
+            state = "mounted" if tier["mounted"] else "NOT mounted"
+            if tier["mounted"] and not tier["alive"]:
+                state = "mounted, its DAEMON IS GONE"
+            tier_text = f", dss-tier pid {tier['pid']} {state}"
         lines.append(
             f"  {name:<4} {node['ip']:<14} netns {node['namespace']:<16} "
             f"{alive}/{len(procs)} processes up{tier_text}"

@@ -454,9 +454,10 @@ class LocalCluster(NodeDevices, TestbedNodes):
         if self.cfg.tier_mode is not None:
             try:
                 pid: int | None = self.tier_pid(node)
+                alive = self.tier_alive(node)
             except ClusterError:
-                pid = None
-            out["tier"] = {"pid": pid, "mounted": self.tier_mounted(node)}
+                pid, alive = None, False
+            out["tier"] = {"pid": pid, "mounted": self.tier_mounted(node), "alive": alive}
         return out
 
     def node_pids(self) -> dict[str, list[int]]:

@@ -124,6 +124,10 @@ class NodeDevices(ProcessCluster):
     def tier_mounted(self, node: str) -> bool:
         return mount_type(self.device_path(node)) == TIER_FSTYPE
 
+    def tier_alive(self, node: str) -> bool:
+        """NODE's dss-tier daemon runs (its mount may outlive it, answering ENOTCONN)."""
+        return daemon.alive(Daemon.from_record(self.tier_record(node)))
+
     def tier_stats(self, node: str) -> dict[str, Any]:
         """`dss-tier stats --json` of NODE's device."""
         with tier_errors(ClusterError):

@@ -89,7 +89,7 @@ def test_each_storage_node_has_its_own_namespace_and_address(cluster: LocalClust
         # The node's device is a dss-tier mount, seen by its object server too (which
         # runs in a mount namespace of its own).
         assert mount_type(cluster.device_path(node)) == TIER_FSTYPE
-        assert status["nodes"][node]["tier"]["mounted"]
+        assert status["nodes"][node]["tier"]["mounted"] and status["nodes"][node]["tier"]["alive"]
         server = status["processes"][f"{node}/object-server"]["pid"]
         seen = {m.mount_point: m.fstype for m in read_mountinfo(f"/proc/{server}/mountinfo")}
         assert seen.get(str(cluster.device_path(node))) == TIER_FSTYPE
