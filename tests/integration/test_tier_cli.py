@@ -469,6 +469,22 @@ def test_a_detached_daemon_that_fails_says_why(tmp_path: Path) -> None:
     assert not os.path.ismount(mnt)
 
 
+def test_a_mount_over_files_warns_that_it_hides_them(make_tier: MakeTier) -> None:  # noqa: F811
+    """As under Swift, when a server wrote into the device while the tier was down: the
+    mount goes ahead, says what it hides, and the file is there again after the unmount."""
+    tier = make_tier()
+    (tier.mnt / "written-while-down").write_bytes(b"kept under the mount")
+    tier.mount(cache_size="16MiB")
+    said = tier.log.read_text()
+    assert 'is not empty ("written-while-down" among its entries): the mount hides them' in said
+    assert os.listdir(tier.mnt) == []
+    tier.umount()
+    assert (tier.mnt / "written-while-down").read_bytes() == b"kept under the mount"
+    empty = make_tier("empty")
+    empty.mount(cache_size="16MiB")
+    assert "not empty" not in empty.log.read_text()
+
+
 def test_bad_input_on_a_mount(make_tier: MakeTier, tmp_path: Path) -> None:  # noqa: F811
     tier = mounted_tier(make_tier)
     (tier.mnt / "sub").mkdir()

@@ -36,11 +36,28 @@ pub fn check_mount(m: &MountArgs) -> Result<Checked, String> {
     ])?;
     cache_fits(&parsed, m.mode, m.cache_size)?;
     cache_room(ssd, &ssd_dir, m.cache_size)?;
+    if let Some(name) = first_entry(mountpoint) {
+        // Not refused: a mount over a directory that holds files is allowed, as on any
+        // file system. Said, because under Swift it means a server wrote into the device
+        // while the tier was down (with `mount_check = false`), and the mount hides it.
+        tell!(
+            "dss-tier: warning: {} is not empty ({:?} among its entries): the mount hides them",
+            mountpoint.display(),
+            name
+        );
+    }
     Ok(Checked {
         policy: parsed,
         policy_path,
         hdd: hdd_dir,
     })
+}
+
+/// The name of an entry of directory `dir`, if it has any.
+fn first_entry(dir: &Path) -> Option<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .find_map(|e| e.ok().map(|e| e.file_name()))
 }
 
 /// `path` made absolute, if it is a directory.

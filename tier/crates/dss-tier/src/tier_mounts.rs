@@ -24,11 +24,19 @@ fn mount_path(mountpoint: &Path) -> Option<PathBuf> {
 
 /// The latest dss-tier mount (fstype `fuse.dss-tier`) on `mountpoint`.
 pub(crate) fn dss_tier_mount(mountpoint: &Path) -> Option<mountinfo::Entry> {
+    latest_mount(mountpoint, |e| e.fstype == "fuse.dss-tier")
+}
+
+/// The latest mount on `mountpoint` that `wanted` takes.
+fn latest_mount(
+    mountpoint: &Path,
+    wanted: impl Fn(&mountinfo::Entry) -> bool,
+) -> Option<mountinfo::Entry> {
     let abs = mount_path(mountpoint)?;
     mountinfo::read()
         .ok()?
         .into_iter()
-        .rfind(|e| e.fstype == "fuse.dss-tier" && e.mount_point == abs)
+        .rfind(|e| e.mount_point == abs && wanted(e))
 }
 
 /// True when `mountpoint` is a dss-tier mount.
@@ -91,7 +99,9 @@ pub(crate) fn clear_dead(mountpoint: &Path) -> Result<(), String> {
         let Some(dead) = dss_tier_mount(mountpoint) else {
             return Ok(());
         };
-        if !daemon_died(mountpoint) {
+        // The check and the unmount reach whatever is mounted on top, which must be it.
+        let on_top = latest_mount(mountpoint, |_| true).is_some_and(|e| e.id == dead.id);
+        if !on_top || !daemon_died(mountpoint) {
             return Err(format!("{shown}: already a dss-tier mount"));
         }
         let out = std::process::Command::new("fusermount3")
