@@ -72,6 +72,7 @@ class Daemon:
             "cmd": self.cmd,
             "log": self.log,
             "log_start": self.log_start,
+            "over_mount": self.over_mount,
         }
 
     @classmethod
@@ -82,6 +83,7 @@ class Daemon:
             cmd=list(record.get("cmd", [])),
             log=record.get("log"),
             log_start=int(record.get("log_start", 0)),
+            over_mount=bool(record.get("over_mount", False)),
         )
 
 
