@@ -49,6 +49,7 @@ __all__ = [
     "Saio",
     "SaioConfig",
     "SaioError",
+    "device_serves",
     "mount_type",
     "read_proc",
 ]

@@ -14,6 +14,7 @@ from swift_dss.deploy.saio import (
     Saio,
     SaioConfig,
     SaioError,
+    device_serves,
 )
 
 DEFAULT_DIR = Path("run/saio")
@@ -40,7 +41,7 @@ def describe(cluster: Saio) -> str:
     for name, dev in status["devices"].items():
         tier = dev["tier"]
         state = "mounted" if dev["mounted"] else "NOT MOUNTED"
-        if dev["mounted"] and tier is not None and "error" in tier:
+        if dev["mounted"] and not device_serves(dev):
             state = "mounted, its DAEMON DOES NOT ANSWER (dss saio down, then up)"
         if tier is None:
             lines.append(f"  {name:<17} directory on a tmpfs  {state}")

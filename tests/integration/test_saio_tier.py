@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from swift_dss.tierctl import binary as tierctl_binary
 from swift_dss.tierctl.options import cache_size_bytes
 
 from .helpers import Swift, byte_classes, payload, recorded
+from .tier_helpers import kill_with_its_helper
 
 pytestmark = pytest.mark.integration
 
@@ -175,19 +174,7 @@ def test_a_device_whose_daemon_died_is_reported_and_replaced(tmp_path: Path) -> 
         data = os.urandom(100_000)
         assert swift.request("PUT", "c/o", data=data).status_code == 201
         device = cluster.status()["devices"]["d1"]
-        mountpoint = os.fsencode(device["path"])
-        helpers = [
-            int(p.name)
-            for p in Path("/proc").iterdir()
-            if p.name.isdigit()
-            and (cmd := _cmdline(p))
-            and cmd[0].endswith(b"fusermount3")
-            and mountpoint in cmd
-        ]
-        assert len(helpers) == 1
-        for pid in (*helpers, device["tier"]["pid"]):
-            os.kill(pid, signal.SIGKILL)
-        _wait_gone(device["tier"]["pid"])
+        kill_with_its_helper(device["tier"]["pid"], device["path"])
         status = cluster.status()
         assert not status["up"]
         assert status["devices"]["d1"]["mounted"] and "error" in status["devices"]["d1"]["tier"]
@@ -206,22 +193,6 @@ def test_a_device_whose_daemon_died_is_reported_and_replaced(tmp_path: Path) -> 
         if cluster.state_path.exists():
             cluster.down()
     assert mounts_under(tmp_path / "c") == []
-
-
-def _cmdline(proc: Path) -> list[bytes]:
-    try:
-        return (proc / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return []
-
-
-def _wait_gone(pid: int) -> None:
-    for _ in range(300):
-        stat = Path(f"/proc/{pid}/stat")
-        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX":
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"pid {pid} still runs")
 
 
 @pytest.mark.parametrize("mode", ["hdd", "ssd", "lru", "tiered"])

@@ -8,7 +8,6 @@ import errno
 import hashlib
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from tests.integration.tier_helpers import (  # noqa: F401
     BIN,
     REFERENCE,
     Tier,
+    kill_with_its_helper,
     make_tier,
     tiers,
     tmpfs,
@@ -221,18 +221,6 @@ def test_kill_9_while_a_removed_file_is_still_open(
     assert "clean" in t.fsck().stdout
 
 
-def _helper_of(mountpoint: Path) -> int:
-    """The pid of the fusermount3 that mounted MOUNTPOINT and waits to unmount it."""
-    for entry in Path("/proc").iterdir():
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError):
-            continue
-        if args[0].endswith(b"fusermount3") and os.fsencode(mountpoint) in args:
-            return int(entry.name)
-    raise AssertionError(f"no fusermount3 waits on {mountpoint}")
-
-
 def test_a_mount_left_by_a_daemon_killed_with_its_helper_is_replaced(
     make_tier: object,  # noqa: F811
 ) -> None:
@@ -250,9 +238,8 @@ def test_a_mount_left_by_a_daemon_killed_with_its_helper_is_replaced(
     # Read just now: the kernel keeps the root's attributes a while, so a plain stat of
     # the dead mount would still succeed.
     assert (t.mnt / "kept").read_bytes() == body
-    os.kill(_helper_of(t.mnt), signal.SIGKILL)
     assert t.proc is not None
-    t.proc.kill()
+    kill_with_its_helper(t.proc.pid, t.mnt)
     t.proc.wait(timeout=30)
     t.daemon = None
     assert mount_type(t.mnt) == "fuse.dss-tier"

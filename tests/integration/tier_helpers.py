@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from swift_dss.mountinfo import mount_type
 from swift_dss.policies import policy_path
+from swift_dss.procinfo import DEAD_STATES, read_proc
 from swift_dss.tierctl import TierError, binary, daemon, report
 from swift_dss.tierctl.daemon import Daemon
 from swift_dss.tierctl.fsck import fsck
@@ -37,6 +40,27 @@ def _unusable() -> str | None:
 
 def mounted(mountpoint: Path) -> bool:
     return mount_type(mountpoint.resolve()) is not None
+
+
+def kill_with_its_helper(pid: int, mountpoint: str | Path) -> None:
+    """SIGKILL dss-tier daemon PID together with the fusermount3 that would unmount
+    MOUNTPOINT once it died, as a service manager kills a unit's control group; return
+    once the daemon is gone. Its mount stays, dead."""
+    helpers = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and (info := read_proc(int(entry.name)))
+        and info[2][:1] == ["fusermount3"]
+        and str(mountpoint) in info[2]
+    ]
+    assert len(helpers) == 1, f"fusermount3 processes waiting on {mountpoint}: {helpers}"
+    for victim in (*helpers, pid):
+        os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while (info := read_proc(pid)) and info[0] not in DEAD_STATES:
+        assert time.monotonic() < deadline, f"pid {pid} survived SIGKILL"
+        time.sleep(0.05)
 
 
 def force_unmount(path: Path) -> None:
