@@ -207,3 +207,29 @@ def test_writes_the_full_ssd_cannot_take_go_around_it(make_tier: MakeTier) -> No
     finally:
         force_unmount(t.mnt)
         force_unmount(t.ssd)
+
+
+def test_a_write_over_a_cached_block_goes_around_a_full_ssd(make_tier: MakeTier) -> None:  # noqa: F811
+    """A write whose blocks are a cached block and new ones, in adjacent slots, while
+    something else holds the SSD's file system full: the cached block takes its new bytes
+    in its slot, and the new blocks go to the HDD. The slab write of the whole run fails
+    on the new slots' holes; the write used to fail with it (ENOSPC, or short at the
+    cached block), though the HDD had room."""
+    t = make_tier()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(t.ssd)], check=True)
+    try:
+        t.mount(cache_size="4MiB", mode="dss")
+        head = os.urandom(4096)
+        write_file(t.mnt / "c", 25, head)
+        assert class_stats(t.stats(), 25)["cached_bytes"] == 4096, "the block was not cached"
+        fill_up(t.ssd / "filler")
+        bypassed = class_stats(t.stats(), 25)["bypassed_bytes"]
+        body = os.urandom(64 << 10)
+        write_file(t.mnt / "c", 25, body)
+        assert class_stats(t.stats(), 25)["bypassed_bytes"] - bypassed == len(body) - 4096
+        assert (t.mnt / "c").read_bytes() == body
+        t.umount()
+        assert (t.hdd / "c").read_bytes() == body
+    finally:
+        force_unmount(t.mnt)
+        force_unmount(t.ssd)

@@ -40,6 +40,29 @@ impl Run {
     pub fn take(&mut self) -> Run {
         std::mem::take(self)
     }
+
+    /// The run cut where `side` changes between the blocks of `block` bytes it covers,
+    /// the run's first byte being byte `at` of its file: (the side, the piece) in order.
+    pub fn split_at_blocks(
+        &self,
+        at: u64,
+        block: u64,
+        mut side: impl FnMut(u64) -> bool,
+    ) -> Vec<(bool, Run)> {
+        let mut out: Vec<(bool, Run)> = Vec::new();
+        let mut done = 0;
+        while done < self.len {
+            let pos = at + done as u64;
+            let n = ((block - pos % block) as usize).min(self.len - done);
+            let s = side(pos / block);
+            match out.last_mut() {
+                Some((last, run)) if *last == s => run.len += n,
+                _ => out.push((s, Run::start(self.dev + done as u64, self.buf + done, n))),
+            }
+            done += n;
+        }
+        out
+    }
 }
 
 /// Read misses the engine wants cached, on consecutive blocks of one file: one HDD read
@@ -160,5 +183,24 @@ mod tests {
         assert_eq!(r.take(), Run::start(8192, 100, 8192));
         assert!(r.is_empty());
         assert!(r.extend(40960, 8292, 4096));
+    }
+
+    #[test]
+    fn a_run_splits_where_its_blocks_change_side() {
+        // 100 bytes into block 2 of the file, through block 7, 300 bytes into it.
+        let r = Run::start(10_000, 50, 3996 + 4 * 4096 + 300);
+        let split = r.split_at_blocks(2 * 4096 + 100, 4096, |i| i == 3 || i == 4);
+        assert_eq!(
+            split,
+            [
+                (false, Run::start(10_000, 50, 3996)),
+                (true, Run::start(13_996, 4046, 8192)),
+                (false, Run::start(22_188, 12_238, 2 * 4096 + 300)),
+            ]
+        );
+        let total: usize = split.iter().map(|(_, p)| p.len).sum();
+        assert_eq!(total, r.len);
+        assert_eq!(r.split_at_blocks(0, 4096, |_| true), [(true, r)]);
+        assert!(Run::default().split_at_blocks(0, 4096, |_| true).is_empty());
     }
 }

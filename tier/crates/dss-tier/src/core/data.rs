@@ -185,8 +185,8 @@ impl Core {
     /// block, finishing no earlier than the write-back that made the room.
     ///
     /// Returns the bytes written: fewer than `data` holds when a device failed part-way
-    /// (a full HDD; a full SSD under blocks cached before), as a disk's short write. The bytes past them keep their old
-    /// values, except in blocks cached before the write, which may hold new ones.
+    /// (a full HDD, a failing SSD), as a disk's short write. The bytes past them keep
+    /// their old values, except in blocks cached before the write, which may hold new ones.
     pub fn write(
         &self,
         file: &Arc<File>,
@@ -338,8 +338,8 @@ impl Core {
                             fresh.extend(this);
                             match t {
                                 Ok(t) => done = done.max(t),
-                                Err(e) => {
-                                    failed = Some((file_pos(&run), e));
+                                Err(f) => {
+                                    failed = Some(f);
                                     break;
                                 }
                             }
@@ -385,7 +385,7 @@ impl Core {
             let run = ssd.take();
             match self.ssd_run_or_around(inner, w, run, &mut fresh, hits, to_hdd) {
                 Ok(t) => done = done.max(t),
-                Err(e) => failed = Some((file_pos(&run), e)),
+                Err(f) => failed = Some(f),
             }
         }
         if failed.is_none() {
@@ -425,9 +425,11 @@ impl Core {
     /// (the SSD's file system full, the SSD failing), the new blocks are forgotten, so
     /// that no slot is taken for them: a new slot holds what its last block left there,
     /// or nothing, and served or written back as this block it would replace the file's
-    /// bytes with those (until 29 November a failed overwrite zeroed them). A run of new
-    /// blocks alone then goes to the HDD file, as a bypass would have sent it. A run
-    /// holding a block cached before fails: that block's newest bytes are in its slot.
+    /// bytes with those (until 29 November a failed overwrite zeroed them). The new
+    /// blocks then go to the HDD file, as a bypass would have sent them, and the blocks
+    /// cached before take their bytes in their own slots, which the slab holds already
+    /// (such a run used to fail whole). On failure, returns where in the file
+    /// the bytes placed in order end, and why.
     fn ssd_run_or_around(
         &self,
         inner: &mut Inner,
@@ -436,16 +438,30 @@ impl Core {
         fresh: &mut Vec<BlockKey>,
         hits: bool,
         to_hdd: &mut bool,
-    ) -> io::Result<u64> {
-        let written = self.ssd_write_run(inner, run, w.data).or_else(|e| {
+    ) -> Result<u64, (u64, io::Error)> {
+        let at = w.offset + run.buf as u64;
+        let written = self.ssd_write_run(inner, run, w.data).or_else(|_| {
             fresh.iter().for_each(|&key| inner.cache.discard(key));
-            if hits {
-                return Err(e);
+            let pieces = if hits {
+                let new = |index| fresh.iter().any(|k| k.index == index);
+                run.split_at_blocks(at, self.bs, new)
+            } else {
+                vec![(true, run)]
+            };
+            let mut done = 0;
+            for (around, piece) in pieces {
+                let from = w.offset + piece.buf as u64;
+                let t = if around {
+                    *to_hdd = true;
+                    inner.cache.went_around(w.class, piece.len as u64);
+                    let to = Run::start(from, piece.buf, piece.len);
+                    self.hdd_write_run(inner, w.file, w.id, to, w.data)
+                } else {
+                    self.ssd_write_run(inner, piece, w.data)
+                };
+                done = done.max(t.map_err(|e| (from, e))?);
             }
-            *to_hdd = true;
-            inner.cache.went_around(w.class, run.len as u64);
-            let around = Run::start(w.offset + run.buf as u64, run.buf, run.len);
-            self.hdd_write_run(inner, w.file, w.id, around, w.data)
+            Ok(done)
         });
         fresh.clear();
         written
