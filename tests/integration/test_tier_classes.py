@@ -238,7 +238,7 @@ def test_removed_files_and_directories_free_their_metadata_blocks(make_tier: obj
     assert os.getxattr(t.mnt / "kept", "user.swift.metadata") == b"m" * 300
 
 
-def test_warm_mount_keeps_what_a_clean_unmount_left_cached(make_tier: object) -> None:  # noqa: F811
+def test_warm_mount_keeps_what_a_clean_unmount_left_cached_till_changed(make_tier: object) -> None:  # noqa: F811
     tier = make_tier()
     tier.mount(cache_size="16MiB")
     data = os.urandom(40 * BLOCK)
@@ -270,3 +270,13 @@ def test_warm_mount_keeps_what_a_clean_unmount_left_cached(make_tier: object) ->
     assert holding_the_file(before) == {cls}
     assert after["devices"]["hdd"]["read_ops"] == before["devices"]["hdd"]["read_ops"]
     assert "warm start" in tier.log.read_text()
+    # Changed on the HDD behind the unmounted tier, its size kept: the warm mount drops
+    # the kept copy when the file is looked up, and serves the new bytes.
+    changed = data[:BLOCK] + os.urandom(BLOCK) + data[2 * BLOCK :]
+    with open(tier.hdd / "hot", "r+b") as f:
+        f.seek(BLOCK)
+        f.write(changed[BLOCK : 2 * BLOCK])
+    tier.mount(cache_size="16MiB", extra=("--warm",))
+    assert (tier.mnt / "hot").read_bytes() == changed
+    assert "changed on the HDD after the clean unmount" in tier.log.read_text()
+    tier.umount()

@@ -8,9 +8,13 @@
 //! durable, which fsync does before it answers.
 //!
 //! File layout: a 4 KiB header, then `entries` records of 32 bytes, slot order.
-//!   header: magic u64, version u32, block_size u32, entries u32, clean u32, crc u32
+//!   header: magic u64, version u32, block_size u32, entries u32, clean u32,
+//!           clean_at u64, crc u32
 //!   record: file u64, index u64, valid u32, class u8, state u8, 0u16, 0u32, crc u32
-//! `clean` is 1 only while the tier is unmounted after a complete final write-back.
+//! `clean` is 1 only while the tier is unmounted after a complete final write-back;
+//! `clean_at` is then when that was (ns since the epoch, the clock file times use), so
+//! that a warm start can tell the HDD files changed since. Version 1 had no `clean_at`:
+//! it is read as 0, unknown.
 //! An all-zero record is an empty slot; any other record must match its CRC, or it is
 //! treated as empty (a torn record only ever belongs to an unacknowledged change).
 
@@ -19,9 +23,12 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"DSSTIERJ");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The header's bytes in each version.
+const HEADER_BYTES: [usize; 2] = [28, 36];
 pub const HEADER: u64 = 4096;
 pub const RECORD: usize = 32;
 
@@ -35,6 +42,16 @@ pub fn open_rw_create(path: &Path) -> io::Result<File> {
         .truncate(false)
         .open(path)
 }
+/// More than the longest tick of the coarse clock file times are stamped from (HZ=100).
+const CLOCK_TICK: Duration = Duration::from_millis(20);
+
+/// The wall clock in ns since the epoch, as file times count.
+pub fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// Records are written out in units of this many bytes (a page).
 const PAGE: usize = 4096;
 
@@ -143,36 +160,48 @@ pub struct Header {
     pub block_size: u32,
     pub entries: u32,
     pub clean: bool,
+    /// When the journal was marked clean, in ns since the epoch; 0 if not clean, or
+    /// unknown (a version 1 journal).
+    pub clean_at: u64,
 }
 
 impl Header {
-    fn encode(&self) -> [u8; 28] {
-        let mut b = [0u8; 28];
+    fn encode(&self) -> [u8; 36] {
+        let mut b = [0u8; 36];
         b[0..8].copy_from_slice(&MAGIC.to_le_bytes());
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
         b[12..16].copy_from_slice(&self.block_size.to_le_bytes());
         b[16..20].copy_from_slice(&self.entries.to_le_bytes());
         b[20..24].copy_from_slice(&u32::from(self.clean).to_le_bytes());
-        let crc = crc32(&b[..24]);
-        b[24..28].copy_from_slice(&crc.to_le_bytes());
+        b[24..32].copy_from_slice(&self.clean_at.to_le_bytes());
+        let crc = crc32(&b[..32]);
+        b[32..36].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
+    /// A header of this version or the one before (`b` holds at least the longer).
     fn decode(b: &[u8]) -> Result<Header, String> {
-        if b.len() < 28 || u64::from_le_bytes(b[0..8].try_into().unwrap()) != MAGIC {
+        if b.len() < 36 || u64::from_le_bytes(b[0..8].try_into().unwrap()) != MAGIC {
             return Err("no journal header (not a dss-tier journal)".into());
         }
-        if u32::from_le_bytes(b[24..28].try_into().unwrap()) != crc32(&b[..24]) {
-            return Err("journal header checksum mismatch".into());
-        }
         let v = u32::from_le_bytes(b[8..12].try_into().unwrap());
-        if v != VERSION {
-            return Err(format!("journal version {v}, this build reads {VERSION}"));
+        let Some(&n) = HEADER_BYTES.get((v as usize).wrapping_sub(1)) else {
+            return Err(format!(
+                "journal version {v}, this build reads 1 to {VERSION}"
+            ));
+        };
+        if u32::from_le_bytes(b[n - 4..n].try_into().unwrap()) != crc32(&b[..n - 4]) {
+            return Err("journal header checksum mismatch".into());
         }
         Ok(Header {
             block_size: u32::from_le_bytes(b[12..16].try_into().unwrap()),
             entries: u32::from_le_bytes(b[16..20].try_into().unwrap()),
             clean: u32::from_le_bytes(b[20..24].try_into().unwrap()) == 1,
+            clean_at: if v == 1 {
+                0
+            } else {
+                u64::from_le_bytes(b[24..32].try_into().unwrap())
+            },
         })
     }
 }
@@ -192,7 +221,7 @@ pub fn load(file: &File) -> io::Result<Option<Result<Loaded, String>>> {
     if len == 0 {
         return Ok(None);
     }
-    let mut head = [0u8; 28];
+    let mut head = [0u8; 36];
     if len < HEADER {
         return Ok(Some(Err("journal shorter than its header".into())));
     }
@@ -317,6 +346,7 @@ impl Journal {
                 block_size,
                 entries,
                 clean: false,
+                clean_at: 0,
             },
             image: vec![0u8; size],
             records: vec![Record::EMPTY; entries as usize],
@@ -422,17 +452,27 @@ impl Journal {
 
     fn write_header(&self) -> io::Result<()> {
         let mut page = vec![0u8; HEADER as usize];
-        page[..28].copy_from_slice(&self.header.encode());
+        let h = self.header.encode();
+        page[..h.len()].copy_from_slice(&h);
         self.file.write_all_at(&page, 0)
     }
 
-    /// Mark the journal clean (after a complete final write-back) or not, durably.
+    /// Mark the journal clean (after a complete final write-back) or not, durably. A
+    /// clean mark records when it was made and then lets the file-time clock's tick go
+    /// by: a change to an HDD file after the caller is gone then carries a later ctime
+    /// (the kernel stamps ctime from a coarse clock that lags the precise one by up to
+    /// a tick, 1-10 ms), and a change the tier made before carries an earlier one.
     pub fn set_clean(&mut self, clean: bool) -> io::Result<()> {
         self.write_out()?;
         self.file.sync_data()?;
         self.header.clean = clean;
+        self.header.clean_at = if clean { now_ns() } else { 0 };
         self.write_header()?;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        if clean {
+            std::thread::sleep(CLOCK_TICK);
+        }
+        Ok(())
     }
 }
 
@@ -521,8 +561,11 @@ mod tests {
             ]
         );
         assert!(!l.header.clean);
+        let before = now_ns();
         j.set_clean(true).unwrap();
         let l = load(&open(&p)).unwrap().unwrap().unwrap();
+        let at = l.header.clean_at;
+        assert!(before <= at && at + CLOCK_TICK.as_nanos() as u64 <= now_ns());
         assert_eq!(
             l.records,
             vec![
@@ -535,9 +578,38 @@ mod tests {
             Header {
                 block_size: 4096,
                 entries: 1000,
-                clean: true
+                clean: true,
+                clean_at: at,
             }
         );
+        j.set_clean(false).unwrap();
+        let h = load(&open(&p)).unwrap().unwrap().unwrap().header;
+        assert_eq!((h.clean, h.clean_at), (false, 0));
+    }
+
+    #[test]
+    fn a_version_1_header_is_read_with_no_clean_time() {
+        let (_dir, p) = tmp("v1");
+        let f = open(&p);
+        Journal::create(f.try_clone().unwrap(), 4096, 10).unwrap();
+        let mut v1 = [0u8; 28];
+        v1[0..8].copy_from_slice(&MAGIC.to_le_bytes());
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        v1[12..16].copy_from_slice(&4096u32.to_le_bytes());
+        v1[16..20].copy_from_slice(&10u32.to_le_bytes());
+        v1[20..24].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32(&v1[..24]);
+        v1[24..28].copy_from_slice(&crc.to_le_bytes());
+        f.write_all_at(&v1, 0).unwrap();
+        f.write_all_at(&[0xAB; 8], 28).unwrap();
+        let h = load(&f).unwrap().unwrap().unwrap().header;
+        assert_eq!(
+            (h.block_size, h.entries, h.clean, h.clean_at),
+            (4096, 10, true, 0)
+        );
+        f.write_all_at(&3u32.to_le_bytes(), 8).unwrap();
+        let e = load(&f).unwrap().unwrap().err();
+        assert_eq!(e.unwrap(), "journal version 3, this build reads 1 to 2");
     }
 
     #[test]

@@ -164,6 +164,11 @@ fn mount(m: MountArgs) -> Result<(), String> {
             "dss-tier: warm start: {} clean blocks kept from the last clean unmount",
             replay.clean_restored
         );
+    } else if replay.clean_unchecked {
+        tell!(
+            "dss-tier: --warm: the journal predates the record of when it was marked \
+             clean, so its clean blocks cannot be checked against the HDD; starting cold"
+        );
     } else if m.warm && !replay.previous_clean {
         tell!("dss-tier: --warm: no clean unmount to start from; starting cold");
     }

@@ -16,7 +16,8 @@
 //! `state` holds the structures, `device_io` the charged I/O, `durability` the journal,
 //! anchors and fsync, `open` the mount-time replay, `data` the foreground reads and
 //! writes, `meta` the metadata pseudo-blocks, `syncer` the write-back, `report` the
-//! stats documents and `control` what an operator asks of a running cache.
+//! stats documents, `control` what an operator asks of a running cache and `warm` the
+//! check of a warm start's kept blocks against the HDD files.
 
 mod control;
 mod data;
@@ -29,6 +30,7 @@ mod state;
 mod syncer;
 #[cfg(test)]
 mod tests;
+mod warm;
 
 pub use meta::{MetaKind, xattr_kind};
 pub use state::Core;

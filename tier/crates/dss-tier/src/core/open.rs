@@ -1,6 +1,7 @@
 //! Mounting the cache: replaying the journal a previous daemon left on the SSD.
 
-use super::state::{Core, Inner, SYNC_BATCH, room_patience};
+use super::state::{Core, Inner, META, SYNC_BATCH, room_patience};
+use super::warm::WarmFiles;
 use crate::anchors::Anchors;
 use crate::journal::{self, Journal, Record};
 use crate::layout::{JOURNAL, SLAB};
@@ -12,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
@@ -26,6 +28,9 @@ pub struct Replay {
     pub clean_dropped: u32,
     /// Clean blocks kept from a clean unmount (warm start).
     pub clean_restored: u32,
+    /// A warm start found a clean journal of a version that did not record when it was
+    /// marked clean, so its clean blocks could not be checked and were dropped.
+    pub clean_unchecked: bool,
     /// Dirty blocks written back because the cache geometry changed.
     pub written_back: u32,
     pub previous_clean: bool,
@@ -34,8 +39,8 @@ pub struct Replay {
 impl Core {
     /// Open the cache on the SSD directory `ssd_dir` in front of `hdd_root`: replay the
     /// journal (restoring every block whose only copy is on the SSD) and mark it in use.
-    /// With `warm`, the clean blocks of a cache that was unmounted cleanly are kept too:
-    /// the caller vouches that the HDD directory did not change while it was unmounted.
+    /// With `warm`, the clean blocks of a cache that was unmounted cleanly are kept too,
+    /// each file's until a lookup finds the file changed on the HDD since (`check_warm`).
     #[allow(clippy::too_many_arguments)]
     pub fn open(
         resolved: &Resolved,
@@ -93,9 +98,14 @@ impl Core {
         cache.track_changes(true);
         let mut dirty_count: HashMap<u64, u32> = HashMap::new();
         let mut keep: HashSet<u64> = HashSet::new();
+        let mut warm_files = WarmFiles::default();
         let journal = match loaded {
             Some(l) if same_geometry => {
                 replay.previous_clean = l.header.clean;
+                let warm = warm && l.header.clean;
+                replay.clean_unchecked = warm && l.header.clean_at == 0;
+                let warm = warm && !replay.clean_unchecked;
+                warm_files.since = l.header.clean_at;
                 replay.corrupt = l.corrupt.len() as u32;
                 let mut j = Journal::create_from(jfile.try_clone()?, &l)?;
                 for &slot in &l.corrupt {
@@ -105,10 +115,14 @@ impl Core {
                     if !rec.is_dirty() {
                         // A clean unmount synced the slab before it marked the journal
                         // clean, so its clean copies are sound as long as the HDD copy did
-                        // not move on meanwhile, which only the operator can vouch for.
-                        if warm && l.header.clean && cache.restore(slot, rec.key, rec.class, false)
-                        {
+                        // not move on meanwhile, which `check_warm` finds out.
+                        if warm && cache.restore(slot, rec.key, rec.class, false) {
                             replay.clean_restored += 1;
+                            // Metadata pseudo-blocks hold no bytes to go stale.
+                            if rec.key.file & META == 0 {
+                                let file = warm_files.blocks.entry(rec.key.file).or_default();
+                                file.push(rec.key.index);
+                            }
                             continue;
                         }
                         // Clean copies are not worth the doubt after a crash: the HDD
@@ -192,6 +206,8 @@ impl Core {
             ssd_model: ssd_model.to_string(),
             hdd_model: hdd_model.to_string(),
             meta_buffered: false,
+            warm_pending: AtomicBool::new(!warm_files.blocks.is_empty()),
+            warm: Mutex::new(warm_files),
         };
         {
             let mut g = core.inner.lock().unwrap();

@@ -1,6 +1,7 @@
 //! The tier's state: the engine and the device models under one lock (`Inner`), and
 //! what lives beside them without it (`Core`).
 
+use super::warm::WarmFiles;
 use crate::anchors::Anchors;
 use crate::journal::Journal;
 use dss_engine::device::Device;
@@ -9,6 +10,7 @@ use dss_engine::policy::Classify;
 use dss_engine::{Cache, Victim};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -117,6 +119,10 @@ pub struct Core {
     /// Metadata writes return at once, their device time charged but not waited for
     /// (`--meta-writes buffered`).
     pub(super) meta_buffered: bool,
+    /// A warm start's kept blocks not yet checked against their HDD files, and whether
+    /// any are left. Taken before the engine lock, never after it.
+    pub(super) warm: Mutex<WarmFiles>,
+    pub(super) warm_pending: AtomicBool,
 }
 
 impl Core {

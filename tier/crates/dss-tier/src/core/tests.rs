@@ -543,6 +543,41 @@ fn a_warm_start_keeps_the_clean_blocks_of_a_clean_unmount_only() {
     assert_eq!(replay.clean_restored, 0);
 }
 
+#[test]
+fn a_warm_start_drops_the_kept_blocks_of_a_file_changed_on_the_hdd_since() {
+    let d = Dirs::new("warm-changed");
+    let (a, b) = (pattern(10_000, 7), pattern(10_000, 8));
+    let ((fa, ino_a), (fb, _)) = (d.file("a"), d.file("b"));
+    {
+        let (core, _) = d.open(1 << 20, Mode::Dss);
+        core.write(&fa, 24, 0, &a).unwrap();
+        core.write(&fb, 24, 0, &b).unwrap();
+        // A metadata pseudo-block, kept too, but no file's: no lookup checks it.
+        core.meta(MetaKind::Xattr, ino_a, true);
+        let _held = core.shutdown().unwrap();
+    }
+    // Right after the unmount, behind the tier: a's middle block rewritten in place, its
+    // size unchanged.
+    let mut changed = a.clone();
+    changed[4096..8192].fill(0xEE);
+    fa.write_all_at(&changed[4096..8192], 4096).unwrap();
+    let (core, replay) = d.open_warm(1 << 20, Mode::Dss, true);
+    assert_eq!(replay.clean_restored, 7);
+    let md = |name: &str| std::fs::metadata(d.hdd().join(name)).unwrap();
+    core.check_warm(&md("a"));
+    core.check_warm(&md("b"));
+    assert_eq!(core.stats().classes["24"].clean_bytes, 3 * 4096);
+    assert!(!core.warm_pending.load(std::sync::atomic::Ordering::Acquire));
+    let hdd_reads = dev_ops(&core, "hdd").0;
+    assert_eq!(core.read(&fb, 24, 0, 10_000).unwrap(), b);
+    assert_eq!(
+        dev_ops(&core, "hdd").0,
+        hdd_reads,
+        "b's kept blocks serve it"
+    );
+    assert_eq!(core.read(&fa, 24, 0, 10_000).unwrap(), changed);
+}
+
 /// (ops, bytes) of HDD writes.
 fn hdd_writes(core: &Core) -> (u64, u64) {
     let s = &core.stats().devices["hdd"];

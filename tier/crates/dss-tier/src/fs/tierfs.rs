@@ -191,6 +191,7 @@ impl TierFs {
     /// Stat `path` and remember it as an inode the kernel now knows.
     pub(super) fn remember(&self, path: PathBuf) -> Result<FileAttr, Errno> {
         let md = fs::symlink_metadata(&path).map_err(errno)?;
+        self.core.check_warm(&md);
         let attr = self.attr(&md);
         let mut nodes = self.nodes.lock().unwrap();
         // Read under the guard already held: fuse_ino would take the lock a second time.
