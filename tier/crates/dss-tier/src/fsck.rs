@@ -150,11 +150,17 @@ pub fn fsck(ssd: &Path, hdd: &Path, repair: bool) -> Result<Report, String> {
         Some(Ok(l)) => l,
     };
     let h = loaded.header;
+    let shutdown = match (h.clean, h.clean_at) {
+        (false, _) => "unclean".to_string(),
+        (true, 0) => "clean".to_string(),
+        (true, at) => {
+            let ago = crate::journal::now_ns().saturating_sub(at) / 1_000_000_000;
+            format!("clean, {ago} s ago")
+        }
+    };
     rep.notes.push(format!(
-        "journal: {} entries of {} B, last shutdown {}",
-        h.entries,
-        h.block_size,
-        if h.clean { "clean" } else { "unclean" }
+        "journal: {} entries of {} B, last shutdown {shutdown}",
+        h.entries, h.block_size,
     ));
     let need = u64::from(h.entries) * u64::from(h.block_size);
     if slab.metadata().map_err(err)?.len() < need {
