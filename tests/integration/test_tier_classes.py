@@ -280,3 +280,37 @@ def test_warm_mount_keeps_what_a_clean_unmount_left_cached_till_changed(make_tie
     assert (tier.mnt / "hot").read_bytes() == changed
     assert "changed on the HDD after the clean unmount" in tier.log.read_text()
     tier.umount()
+
+
+def test_warm_mount_serves_what_the_hdd_holds_whatever_changed_behind_it(
+    make_tier: object,  # noqa: F811
+) -> None:
+    """Files cached, unmounted cleanly, then changed on the HDD in every way a tool
+    could, right after the unmount: each read through the warm mount is the HDD's."""
+    tier = make_tier()
+    tier.mount(cache_size="16MiB")
+    backend = get_backend("tier")
+    names = [f"f{i}" for i in range(12)]
+    for i, name in enumerate(names):
+        with open(tier.mnt / name, "wb") as f:
+            backend.dwrite(f.fileno(), HIGH, os.urandom((i % 4 + 1) * 3 * BLOCK + 100))
+            backend.release(f.fileno())
+    tier.umount()
+    hdd = {name: tier.hdd / name for name in names}
+    with open(hdd["f0"], "r+b") as f:  # rewritten in place
+        f.seek(BLOCK)
+        f.write(os.urandom(BLOCK))
+    os.truncate(hdd["f1"], BLOCK + 7)  # shortened
+    with open(hdd["f2"], "ab") as f:  # grown
+        f.write(os.urandom(2 * BLOCK))
+    hdd["f3"].unlink()  # replaced by a new file, same name
+    hdd["f3"].write_bytes(os.urandom(3 * BLOCK + 100))
+    hdd["f4"].unlink()  # gone, another name made in its stead
+    (tier.hdd / "g4").write_bytes(os.urandom(2 * BLOCK))
+    os.replace(hdd["f6"], hdd["f5"])  # renamed over another
+    tier.mount(cache_size="16MiB", extra=("--warm",))
+    assert "kept from the last clean unmount" in tier.log.read_text()
+    for path in sorted(tier.hdd.iterdir()):
+        if path.name != ".dss-tier":
+            assert (tier.mnt / path.name).read_bytes() == path.read_bytes(), path.name
+    tier.umount()
