@@ -139,8 +139,10 @@ pub struct DumpArgs {
 
 #[derive(Args, Debug)]
 pub struct UmountArgs {
-    /// How long to wait for the daemon's write-back
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    /// How long to wait for the daemon's write-back (at most 4294967295: the deadline
+    /// must fit the clock)
+    #[arg(long, value_name = "SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(..=u64::from(u32::MAX)))]
     pub timeout: u64,
     /// The mount point
     pub mountpoint: PathBuf,
@@ -328,6 +330,8 @@ mod tests {
         };
         assert_eq!((u.timeout, u.mountpoint), (7, "/m".into()));
         assert_eq!(kind("umount --timeout soon /m"), ErrorKind::ValueValidation);
+        let forever = format!("umount --timeout {} /m", u64::MAX);
+        assert_eq!(kind(&forever), ErrorKind::ValueValidation);
         let Command::Fsck(f) = parse("fsck --ssd /s --hdd /h --repair").unwrap() else {
             panic!()
         };

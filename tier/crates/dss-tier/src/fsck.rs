@@ -170,7 +170,7 @@ pub fn fsck(ssd: &Path, hdd: &Path, repair: bool) -> Result<Report, String> {
     }
     if !loaded.corrupt.is_empty() {
         rep.problems.push(format!(
-            "{} records fail their checksum (slots {:?}...)",
+            "{} records fail their checksum or lie past the largest file (slots {:?}...)",
             loaded.corrupt.len(),
             &loaded.corrupt[..loaded.corrupt.len().min(8)]
         ));

@@ -8,13 +8,14 @@
 //! durable, which fsync does before it answers.
 //!
 //! File layout: a 4 KiB header, then `entries` records of 32 bytes, slot order.
-//!   header: magic u64, version u32, block_size u32, entries u32, clean u32,
-//!           clean_at u64, crc u32
+//!   header: magic u64, version u32, block_size u32, entries u32, clean u32, crc u32,
+//!           then clean_at u64, crc u32
 //!   record: file u64, index u64, valid u32, class u8, state u8, 0u16, 0u32, crc u32
 //! `clean` is 1 only while the tier is unmounted after a complete final write-back;
 //! `clean_at` is then when that was (ns since the epoch, the clock file times use), so
-//! that a warm start can tell the HDD files changed since. Version 1 had no `clean_at`:
-//! it is read as 0, unknown.
+//! that a warm start can tell the HDD files changed since. It follows the header with a
+//! checksum of its own, so that builds from before it read the journal as before (and
+//! leave it zeroed when they write the header, which reads as 0, unknown).
 //! An all-zero record is an empty slot; any other record must match its CRC, or it is
 //! treated as empty (a torn record only ever belongs to an unacknowledged change).
 
@@ -26,10 +27,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"DSSTIERJ");
-const VERSION: u32 = 2;
-/// The header's bytes in each version.
-const HEADER_BYTES: [usize; 2] = [28, 36];
+const VERSION: u32 = 1;
 pub const HEADER: u64 = 4096;
+/// The bytes of the header that hold anything.
+const HEADER_BYTES: usize = 40;
 pub const RECORD: usize = 32;
 
 /// Open one of the cache's files (journal, slab) for reading and writing, creating it when
@@ -128,6 +129,17 @@ impl Record {
         b
     }
 
+    /// Whether the block lies within the largest file Linux allows (`i64::MAX` bytes) and
+    /// its valid bytes within the block: a record that does not cannot be replayed or
+    /// written back (its offset would wrap).
+    pub fn fits(&self, block_size: u32) -> bool {
+        self.valid <= block_size
+            && (self.key.index)
+                .checked_add(1)
+                .and_then(|n| n.checked_mul(u64::from(block_size)))
+                .is_some_and(|end| end <= i64::MAX as u64)
+    }
+
     /// `None` for a record that fails its checksum or names an unknown state.
     pub fn decode(b: &[u8]) -> Option<Record> {
         if b.iter().all(|&x| x == 0) {
@@ -166,41 +178,52 @@ pub struct Header {
 }
 
 impl Header {
-    fn encode(&self) -> [u8; 36] {
-        let mut b = [0u8; 36];
+    fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
         b[0..8].copy_from_slice(&MAGIC.to_le_bytes());
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
         b[12..16].copy_from_slice(&self.block_size.to_le_bytes());
         b[16..20].copy_from_slice(&self.entries.to_le_bytes());
         b[20..24].copy_from_slice(&u32::from(self.clean).to_le_bytes());
-        b[24..32].copy_from_slice(&self.clean_at.to_le_bytes());
-        let crc = crc32(&b[..32]);
-        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        let crc = crc32(&b[..24]);
+        b[24..28].copy_from_slice(&crc.to_le_bytes());
+        b[28..36].copy_from_slice(&self.clean_at.to_le_bytes());
+        let crc = crc32(&b[28..36]);
+        b[36..40].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
-    /// A header of this version or the one before (`b` holds at least the longer).
     fn decode(b: &[u8]) -> Result<Header, String> {
-        if b.len() < 36 || u64::from_le_bytes(b[0..8].try_into().unwrap()) != MAGIC {
+        if b.len() < HEADER_BYTES || u64::from_le_bytes(b[0..8].try_into().unwrap()) != MAGIC {
             return Err("no journal header (not a dss-tier journal)".into());
         }
-        let v = u32::from_le_bytes(b[8..12].try_into().unwrap());
-        let Some(&n) = HEADER_BYTES.get((v as usize).wrapping_sub(1)) else {
-            return Err(format!(
-                "journal version {v}, this build reads 1 to {VERSION}"
-            ));
-        };
-        if u32::from_le_bytes(b[n - 4..n].try_into().unwrap()) != crc32(&b[..n - 4]) {
+        if u32::from_le_bytes(b[24..28].try_into().unwrap()) != crc32(&b[..24]) {
             return Err("journal header checksum mismatch".into());
         }
+        let v = u32::from_le_bytes(b[8..12].try_into().unwrap());
+        if v != VERSION {
+            return Err(format!("journal version {v}, this build reads {VERSION}"));
+        }
+        let block_size = u32::from_le_bytes(b[12..16].try_into().unwrap());
+        let entries = u32::from_le_bytes(b[16..20].try_into().unwrap());
+        // A header the checksum passes can still come from a build with other limits, or
+        // be made by hand: every offset replay and repair compute depends on these two.
+        if !block_size.is_power_of_two() || !(512..=1 << 20).contains(&block_size) {
+            return Err(format!(
+                "journal block size {block_size} is not a power of two in 512..1048576"
+            ));
+        }
+        if entries == 0 {
+            return Err("journal has no entries".into());
+        }
         Ok(Header {
-            block_size: u32::from_le_bytes(b[12..16].try_into().unwrap()),
-            entries: u32::from_le_bytes(b[16..20].try_into().unwrap()),
+            block_size,
+            entries,
             clean: u32::from_le_bytes(b[20..24].try_into().unwrap()) == 1,
-            clean_at: if v == 1 {
-                0
+            clean_at: if u32::from_le_bytes(b[36..40].try_into().unwrap()) == crc32(&b[28..36]) {
+                u64::from_le_bytes(b[28..36].try_into().unwrap())
             } else {
-                u64::from_le_bytes(b[24..32].try_into().unwrap())
+                0
             },
         })
     }
@@ -221,7 +244,7 @@ pub fn load(file: &File) -> io::Result<Option<Result<Loaded, String>>> {
     if len == 0 {
         return Ok(None);
     }
-    let mut head = [0u8; 36];
+    let mut head = [0u8; HEADER_BYTES];
     if len < HEADER {
         return Ok(Some(Err("journal shorter than its header".into())));
     }
@@ -243,8 +266,8 @@ pub fn load(file: &File) -> io::Result<Option<Result<Loaded, String>>> {
     for (slot, chunk) in table.chunks_exact(RECORD).enumerate() {
         match Record::decode(chunk) {
             Some(r) if r.state == Durable::Empty => {}
-            Some(r) => records.push((slot as u32, r)),
-            None => corrupt.push(slot as u32),
+            Some(r) if r.fits(header.block_size) => records.push((slot as u32, r)),
+            _ => corrupt.push(slot as u32),
         }
     }
     Ok(Some(Ok(Loaded {
@@ -588,28 +611,70 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_header_is_read_with_no_clean_time() {
-        let (_dir, p) = tmp("v1");
+    fn records_and_headers_out_of_range_are_refused_though_their_checksums_pass() {
+        let (_dir, p) = tmp("range");
         let f = open(&p);
-        Journal::create(f.try_clone().unwrap(), 4096, 10).unwrap();
-        let mut v1 = [0u8; 28];
-        v1[0..8].copy_from_slice(&MAGIC.to_le_bytes());
-        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
-        v1[12..16].copy_from_slice(&4096u32.to_le_bytes());
-        v1[16..20].copy_from_slice(&10u32.to_le_bytes());
-        v1[20..24].copy_from_slice(&1u32.to_le_bytes());
-        let crc = crc32(&v1[..24]);
-        v1[24..28].copy_from_slice(&crc.to_le_bytes());
-        f.write_all_at(&v1, 0).unwrap();
-        f.write_all_at(&[0xAB; 8], 28).unwrap();
+        let mut j = Journal::create(f.try_clone().unwrap(), 4096, 10).unwrap();
+        // Its end, 2^64 bytes, wraps: replay or repair would write at offset 0.
+        j.set(1, &rec(1, 1 << 52, Durable::Dirty));
+        j.set(2, &rec(1, u64::MAX, Durable::Dirty));
+        j.set(3, &rec(1, (i64::MAX as u64 >> 12) - 1, Durable::Dirty));
+        let mut long = rec(1, 0, Durable::Dirty);
+        long.valid = 4097;
+        j.set(4, &long);
+        j.sync().unwrap();
+        let l = load(&f).unwrap().unwrap().unwrap();
+        assert_eq!(l.corrupt, vec![1, 2, 4]);
+        assert_eq!(l.records.iter().map(|r| r.0).collect::<Vec<_>>(), vec![3]);
+        let header = |block_size: u32, entries: u32| {
+            let mut h = [0u8; 28];
+            f.read_exact_at(&mut h, 0).unwrap();
+            h[12..16].copy_from_slice(&block_size.to_le_bytes());
+            h[16..20].copy_from_slice(&entries.to_le_bytes());
+            let crc = crc32(&h[..24]);
+            h[24..28].copy_from_slice(&crc.to_le_bytes());
+            f.write_all_at(&h, 0).unwrap();
+            load(&f).unwrap().unwrap().err()
+        };
+        let bad = "journal block size 0 is not a power of two in 512..1048576";
+        assert_eq!(header(0, 10).as_deref(), Some(bad));
+        assert!(header(3, 10).is_some());
+        assert!(header(2 << 20, 10).is_some());
+        assert_eq!(header(4096, 0).as_deref(), Some("journal has no entries"));
+        assert_eq!(header(4096, 10), None);
+    }
+
+    #[test]
+    fn the_clean_time_follows_the_header_builds_before_it_wrote() {
+        let (_dir, p) = tmp("clean-at");
+        let f = open(&p);
+        let mut j = Journal::create(f.try_clone().unwrap(), 4096, 10).unwrap();
+        j.set_clean(true).unwrap();
+        // The first 28 bytes are the header as builds before the clean time wrote and
+        // read it: version 1, its checksum over the 24 bytes before it.
+        let mut old = [0u8; 28];
+        f.read_exact_at(&mut old, 0).unwrap();
+        assert_eq!(old[8..12], 1u32.to_le_bytes());
+        assert_eq!(old[24..28], crc32(&old[..24]).to_le_bytes());
+        assert!(load(&f).unwrap().unwrap().unwrap().header.clean_at > 0);
+        // Such a build writes its header into a page of zeros: no clean time.
+        let mut page = vec![0u8; HEADER as usize];
+        page[..28].copy_from_slice(&old);
+        f.write_all_at(&page, 0).unwrap();
         let h = load(&f).unwrap().unwrap().unwrap().header;
         assert_eq!(
             (h.block_size, h.entries, h.clean, h.clean_at),
             (4096, 10, true, 0)
         );
-        f.write_all_at(&3u32.to_le_bytes(), 8).unwrap();
+        // A clean time its checksum does not match is none either.
+        f.write_all_at(&[0xAB; 12], 28).unwrap();
+        assert_eq!(load(&f).unwrap().unwrap().unwrap().header.clean_at, 0);
+        old[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32(&old[..24]);
+        old[24..28].copy_from_slice(&crc.to_le_bytes());
+        f.write_all_at(&old, 0).unwrap();
         let e = load(&f).unwrap().unwrap().err();
-        assert_eq!(e.unwrap(), "journal version 3, this build reads 1 to 2");
+        assert_eq!(e.unwrap(), "journal version 3, this build reads 1");
     }
 
     #[test]

@@ -166,8 +166,8 @@ fn mount(m: MountArgs) -> Result<(), String> {
         );
     } else if replay.clean_unchecked {
         tell!(
-            "dss-tier: --warm: the journal predates the record of when it was marked \
-             clean, so its clean blocks cannot be checked against the HDD; starting cold"
+            "dss-tier: --warm: the journal was marked clean by a build that did not record \
+             when, so its clean blocks cannot be checked against the HDD; starting cold"
         );
     } else if m.warm && !replay.previous_clean {
         tell!("dss-tier: --warm: no clean unmount to start from; starting cold");
