@@ -129,6 +129,8 @@ def test_bad_input_without_a_mount(tmp_path: Path) -> None:
     mnt = tmp_path / "mnt"
     (mnt / "h").mkdir(parents=True)
     gone = tmp_path / "gone"
+    odd_ssd = tmp_path / "odd"
+    (odd_ssd / "cache.journal").mkdir(parents=True)
     bad_toml = tmp_path / "bad.toml"
     bad_toml.write_text('name = "bad"\nlow_water = 0.1\n')
     mount = ["mount", "--ssd", tmp_path / "s", "--hdd", plain, "--cache-size", "1MiB"]
@@ -145,10 +147,12 @@ def test_bad_input_without_a_mount(tmp_path: Path) -> None:
         (["flush"], "required"),
         (["flush", plain, "--now"], "unexpected argument '--now'"),
         (["umount", "--timeout", "soon", plain], "invalid value 'soon'"),
+        (["umount", "--timeout", str(2**64 - 1), plain], "not in 0..=4294967295"),
         (["fsck", "--ssd", plain], "--hdd <DIR>"),
         (["fsck", "--ssd", gone, "--hdd", gone], "No such file or directory"),
         (["fsck", "--ssd", plain, "--hdd", plain, "extra"], "unexpected argument"),
         (["fsck", "--ssd", plain, "--hdd", plain], "is the same directory as --hdd"),
+        (["fsck", "--ssd", odd_ssd, "--hdd", plain], f"{odd_ssd}/cache.journal: Is a directory"),
         ([*mount, "--policy", REFERENCE, "--cache-size", "1X", plain], "cannot be used multiple"),
         ([*mount[:5], "--cache-size", "1X", "--policy", REFERENCE, plain], "bad size unit"),
         ([*mount[:5], "--cache-size", "0", "--policy", REFERENCE, plain], "above 0"),

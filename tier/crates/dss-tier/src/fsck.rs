@@ -119,8 +119,10 @@ pub fn fsck(ssd: &Path, hdd: &Path, repair: bool) -> Result<Report, String> {
         rep.notes.push("no journal: nothing cached".into());
         return Ok(rep);
     }
-    let jfile = open_rw(&jpath).map_err(err)?;
-    let slab = journal::open_rw_create(&ssd.join(SLAB)).map_err(err)?;
+    let at = |p: &Path, e: io::Error| format!("{}: {e}", p.display());
+    let jfile = open_rw(&jpath).map_err(|e| at(&jpath, e))?;
+    let slab_path = ssd.join(SLAB);
+    let slab = journal::open_rw_create(&slab_path).map_err(|e| at(&slab_path, e))?;
     let anchors = Anchors::open(hdd).map_err(err)?;
     let loaded = match journal::load(&jfile).map_err(err)? {
         None => {
