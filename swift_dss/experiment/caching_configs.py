@@ -54,6 +54,10 @@ def select_variants(spec: str) -> tuple[str, ...]:
     if spec == "none":
         return ()
     names = tuple(n.strip() for n in spec.split(",") if n.strip())
+    if not names:
+        raise ValueError(
+            f"{spec!r} names no policy variant: none, all or some of {', '.join(shipped)}"
+        )
     unknown = [n for n in names if n not in shipped]
     if unknown:
         raise ValueError(
@@ -77,11 +81,13 @@ def select_configs(only: str, every: list[Config]) -> list[str]:
     """``--only``: configuration keys (``lru@10%``) or modes (``dss``), each naming one."""
     names = [n.strip() for n in only.split(",") if n.strip()]
     known = list(dict.fromkeys([c.key for c in every] + [c.mode for c in every]))
+    if not names:
+        raise ValueError(f"{only!r} names no configuration; known: {', '.join(known)}")
     unknown = [n for n in names if n not in known]
-    if unknown or not names:
+    if unknown:
         variants = [v for n in unknown if (v := n.partition("@")[0]) in extra_policies()]
         hint = f" (a policy variant runs with --variants {variants[0]})" if variants else ""
-        raise ValueError(f"unknown configuration {', '.join(unknown) or repr(only)}; "
+        raise ValueError(f"unknown configuration {', '.join(unknown)}; "
                          f"known: {', '.join(known)}{hint}")  # fmt: skip
     return names
 

@@ -149,7 +149,7 @@ def caching(
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--variants") from err
     try:
-        names = select_configs(only, configurations(pcts, chosen)) if only else None
+        names = None if only is None else select_configs(only, configurations(pcts, chosen))
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--only") from err
     console = Console(stderr=True)
@@ -179,6 +179,12 @@ def parse_cache_block(value: str, size_scale: float) -> int:
     from swift_dss.experiment.policy_file import DEFAULT_BLOCK, MAX_BLOCK, MIN_BLOCK, scaled_block
 
     if value == "scaled":
+        if DEFAULT_BLOCK * size_scale < 1:
+            raise click.BadParameter(
+                f"`scaled` with --size-scale {size_scale:g} is a block under one byte "
+                f"(a scale of at least 1/{DEFAULT_BLOCK} is needed, or a block in bytes)",
+                param_hint="--cache-block",
+            )
         return scaled_block(DEFAULT_BLOCK, size_scale)
     try:
         block = int(value)
@@ -301,13 +307,14 @@ def sweep(out: Path, cases: tuple[str, ...], sweep_args: tuple[str, ...]) -> Non
     from rich.console import Console
 
     from swift_dss.experiment.cluster import ExperimentError
-    from swift_dss.experiment.distance import CASES, parse_case, sweep_distance
+    from swift_dss.experiment.distance import CASES, check_sweep_args, parse_case, sweep_distance
 
     try:
         chosen = tuple(parse_case(c) for c in cases) or CASES
         names = [c.name for c in chosen]
         if len(set(names)) != len(names):
             raise ExperimentError(f"case names must differ: {', '.join(names)}")
+        check_sweep_args(out, chosen, list(sweep_args))
         summary = sweep_distance(out, chosen, list(sweep_args), Console(stderr=True))
     except ExperimentError as err:
         raise click.ClickException(str(err)) from err

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from swift_dss.experiment.caching_report import config_keys as entry_keys
 from swift_dss.experiment.caching_report import measured_entries
 from swift_dss.experiment.plots import pyplot
 
@@ -82,12 +83,56 @@ def load(dirs: list[Path], labels: list[str] | None = None) -> list[Run]:
             raise CompareError(f"{d}: no summary.json (not a finished caching run)") from None
         except OSError as err:
             raise CompareError(f"{path}: {err.strerror}") from None
+        except UnicodeDecodeError as err:
+            raise CompareError(f"{path}: not UTF-8 text (byte {err.start})") from None
         except json.JSONDecodeError as err:
             raise CompareError(f"{path}: not JSON ({err.msg})") from None
         if not isinstance(summary, dict) or summary.get("experiment") != "caching":
             raise CompareError(f"{path}: not a caching experiment's summary")
+        if why := shape_error(summary):
+            raise CompareError(f"{path}: {why}")
         runs.append(Run(name, summary))
     return runs
+
+
+def _number(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _mappings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+def shape_error(summary: dict[str, Any]) -> str | None:
+    """What of the parts this reads of a caching SUMMARY is not as the experiment writes
+    it, or that it measured nothing: a table of dashes would pass for a comparison."""
+    setup = summary.get("setup") or {}
+    scale = (setup.get("scale") or {}) if isinstance(setup, dict) else None
+    if not isinstance(scale, dict) or not _number(scale.get("concurrency")):
+        return "setup is not a mapping whose scale holds the clients (concurrency) as a number"
+    if not _mappings(orders := summary.get("orders", [])) or not all(
+        o.get("held") in (None, True, False) for o in orders
+    ):
+        return "orders is not a list of mappings, each held true, false or null"
+    if not _mappings(heads := summary.get("headlines", [])) or not all(
+        _number(h.get("paper")) and _number(h.get("measured")) for h in heads
+    ):
+        return "headlines is not a list of mappings with numbers for paper and measured"
+    keys = entry_keys(summary)
+    for key in keys:
+        e = summary[key]
+        paper = e.get("paper") or {}
+        if (
+            not isinstance(e.get("key"), str)
+            or not isinstance(e.get("measured_as"), str)
+            or not isinstance(e.get("repeats") or [], list)
+            or not isinstance(paper, dict)
+            or not all(_number(e.get(m)) and _number(paper.get(m)) for m in FIGURES)
+        ):
+            return f"{key} is not a measured configuration (key, measured_as, numbers)"
+    if not keys:
+        return "it measured no configuration"
+    return None
 
 
 def config_keys(runs: list[Run]) -> list[str]:

@@ -111,6 +111,28 @@ def relay(cluster: LocalCluster, rtt_ms: float) -> Iterator[str]:
         children.stop(proc)
 
 
+def check_sweep_args(out: Path, cases: tuple[Case, ...], sweep_args: list[str]) -> None:
+    """Refuse arguments `dss loadgen sweep` would refuse before any testbed starts: it
+    checks them only after one is up, once per case."""
+    import click
+
+    from swift_dss.loadgen.cli import check_sweep_args as check
+
+    fixed = sweep_options("http://127.0.0.1:8080", "user", "key", out / cases[0].name)
+    try:
+        check(sweep_args, fixed)
+    except click.ClickException as err:
+        raise ExperimentError(
+            f"the arguments for dss loadgen sweep: {err.format_message()}"
+        ) from None
+
+
+def sweep_options(endpoint: str, user: str, key: str, case_dir: Path) -> list[str]:
+    """The `dss loadgen sweep` options each case sets itself."""
+    return ["--protocol", "s3", "--endpoint", endpoint, "--access-key", user,
+            "--secret-key", key, "--out", str(case_dir)]  # fmt: skip
+
+
 def run_case(case: Case, out: Path, sweep_args: list[str], console: Console) -> dict[str, Any]:
     case_dir = out / case.name
     with (
@@ -119,11 +141,8 @@ def run_case(case: Case, out: Path, sweep_args: list[str], console: Console) -> 
     ):
         console.print(f"{case.name}: client link {case.rate}, RTT {case.rtt_ms:g} ms, {endpoint}")
         dss = str(Path(sys.executable).parent / "dss")
-        cmd = cluster.client_command(
-            [dss, "loadgen", "sweep", "--protocol", "s3", "--endpoint", endpoint,
-             "--access-key", cluster.user, "--secret-key", cluster.key,
-             "--out", str(case_dir), *sweep_args]
-        )  # fmt: skip
+        options = sweep_options(endpoint, cluster.user, cluster.key, case_dir)
+        cmd = cluster.client_command([dss, "loadgen", "sweep", *options, *sweep_args])
         done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         if done.returncode != 0:
             raise ExperimentError(f"{case.name}: the sweep exited {done.returncode}")

@@ -31,8 +31,9 @@ def scaled_block(block: int, size_scale: float) -> int:
     the nearest power of two the tier takes (at least 512 bytes, at most BLOCK). A scaled
     object then spans about as many blocks as the full-size one, so it takes about as many
     cache entries, and write-back pieces, as on the paper's testbed."""
-    want = block * min(size_scale, 1.0)
-    return max(MIN_BLOCK, min(block, 1 << round(math.log2(want))))
+    # Clamped before the log: a tiny scale would be a negative shift.
+    want = min(max(block * size_scale, MIN_BLOCK), block)
+    return 1 << round(math.log2(want))
 
 
 def with_block(name: str, block: int, path: Path) -> Path:

@@ -8,13 +8,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import click
 
-from swift_dss.cli_types import POSITIVE, OutputDir
+from swift_dss.cli_types import CONTAINER, POSITIVE, OutputDir
 from swift_dss.client.auth import SwiftAuth, auth_options
 from swift_dss.loadgen.protocols import DEFAULT_KEY, DEFAULT_USER, Credentials
+
+if TYPE_CHECKING:
+    from swift_dss.loadgen.sweep import SweepConfig
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 #: Swift, the cluster's own API: it needs no s3api in the proxy pipeline and takes every
@@ -35,8 +39,15 @@ def _endpoint(text: str | None, protocol: str) -> str:
     """The endpoint given, else (S3) AWS_ENDPOINT_URL, else the all-in-one's proxy."""
     if text is None and protocol == "s3":
         text = os.environ.get("AWS_ENDPOINT_URL") or None
-    url = text or DEFAULT_ENDPOINT
-    parts = urlsplit(url)
+    url = DEFAULT_ENDPOINT if text is None else text
+    try:
+        parts = urlsplit(url)
+        # urlsplit takes any port; reading it checks it is a number in range.
+        _ = parts.port
+    except ValueError as err:
+        raise click.BadParameter(
+            f"{url!r} is not an http(s)://HOST[:PORT] URL ({err})", param_hint="'--endpoint'"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise click.BadParameter(
             f"{url!r} is not an http(s)://HOST[:PORT] URL", param_hint="'--endpoint'"
@@ -273,7 +284,7 @@ def workloads() -> None:
               help="seconds a request may move no byte before it fails")  # fmt: skip
 @click.option("--class", "cls", type=click.IntRange(0, 255), default=None,
               help="class sent with every PUT")  # fmt: skip
-@click.option("--container", default="dss-sweep", show_default=True)
+@click.option("--container", type=CONTAINER, default="dss-sweep", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the objects in place")
 @max_failures_option
 @click.option("--out", type=OutputDir(), required=True)
@@ -296,12 +307,47 @@ def sweep_cmd(
 ) -> None:
     from rich.console import Console
 
-    from swift_dss.loadgen.sweep import SweepConfig, parse_list, sweep, table, whole_number
-    from swift_dss.sizes import parse_size
+    from swift_dss.loadgen.sweep import sweep, table
 
     console = Console(stderr=True)
+    cfg = sweep_config(parallelism, sizes, ops, repetitions, warmup, budget, max_requests,
+                       time_cap, timeout, cls, container, keep)  # fmt: skip
     try:
-        cfg = SweepConfig(
+        doc = sweep(target.endpoint, target.protocol, target.creds, cfg, out,
+                    progress=lambda m: console.log(m))  # fmt: skip
+    except (OSError, RuntimeError) as err:
+        raise click.ClickException(str(err)) from err
+    for op in cfg.ops:
+        click.echo(table(doc["rows"], op))
+        b = doc["best"][op]
+        click.echo(f"best {op}: {b['size_label']} x {b['parallelism']}: {b['mbps']:.2f} MB/s\n")
+    click.echo(f"results in {out / 'results.json'}")
+    failed = sum(r["failures"] for r in doc["rows"])
+    total = sum(r["requests"] for r in doc["rows"])
+    fail_over(failed, total, max_failures, "measured requests")
+
+
+def sweep_config(
+    parallelism: str,
+    sizes: str,
+    ops: str,
+    repetitions: int,
+    warmup: int,
+    budget: str,
+    max_requests: int,
+    time_cap: float,
+    timeout: float,
+    cls: int | None,
+    container: str,
+    keep: bool,
+    **_others: object,
+) -> SweepConfig:
+    """The sweep the options describe (the others, where to send it, are not its own)."""
+    from swift_dss.loadgen.sweep import SweepConfig, parse_list, whole_number
+    from swift_dss.sizes import parse_size
+
+    try:
+        return SweepConfig(
             parallelism=parse_list(parallelism, whole_number),
             sizes=parse_list(sizes, parse_size),
             ops=parse_list(ops, str.lower),
@@ -317,19 +363,18 @@ def sweep_cmd(
         )
     except ValueError as err:
         raise click.ClickException(str(err)) from err
-    try:
-        doc = sweep(target.endpoint, target.protocol, target.creds, cfg, out,
-                    progress=lambda m: console.log(m))  # fmt: skip
-    except (OSError, RuntimeError) as err:
-        raise click.ClickException(str(err)) from err
-    for op in cfg.ops:
-        click.echo(table(doc["rows"], op))
-        b = doc["best"][op]
-        click.echo(f"best {op}: {b['size_label']} x {b['parallelism']}: {b['mbps']:.2f} MB/s\n")
-    click.echo(f"results in {out / 'results.json'}")
-    failed = sum(r["failures"] for r in doc["rows"])
-    total = sum(r["requests"] for r in doc["rows"])
-    fail_over(failed, total, max_failures, "measured requests")
+
+
+def check_sweep_args(args: list[str], fixed: list[str]) -> None:
+    """Parse `dss loadgen sweep FIXED ARGS` and build its sweep without running it, so that
+    a caller that runs it later (and more than once) refuses bad ARGS before anything
+    starts. FIXED: the options the caller sets on each run (--out DIR, ...), which ARGS
+    may not set. Raises click.ClickException."""
+    flags = [f for f in fixed if f.startswith("--")]
+    if clash := [a for a in args if a.partition("=")[0] in flags]:
+        raise click.UsageError(f"{', '.join(clash)}: each run sets its own")
+    with sweep_cmd.make_context("dss loadgen sweep", [*fixed, *args]) as ctx:
+        sweep_config(**ctx.params)
 
 
 @loadgen.command(name="locustfile", help="Print the path of the workload-driven locustfile.")

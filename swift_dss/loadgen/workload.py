@@ -40,11 +40,15 @@ from typing import Any
 import yaml
 
 from swift_dss.formats import check_class
-from swift_dss.sizes import format_size, parse_size
+from swift_dss.sizes import format_size, parse_size, shown
 
 #: Operations a phase may issue. create/delete_containers touch containers, the rest objects.
 OBJECT_OPS = ("put", "get", "head", "delete")
 CONTAINER_OPS = ("create_containers", "delete_containers")
+#: The most clients, processes and containers a run takes, as the `loadgen run` options.
+LIMITS = {"concurrency": 100_000, "processes": 1024, "containers": 100_000}
+#: The most requests a phase may make: what a 64-bit counter holds.
+MAX_COUNT = 2**63 - 1
 
 
 class WorkloadError(ValueError):
@@ -139,7 +143,7 @@ class Workload:
             phases = tuple(
                 replace(
                     p,
-                    count=None if p.count is None else max(1, round(p.count * (count_scale or 1))),
+                    count=None if p.count is None else _scaled_count(p, count_scale or 1),
                     duration=None if p.duration is None else p.duration * (duration_scale or 1),
                 )
                 for p in phases
@@ -163,6 +167,17 @@ class Workload:
         return otype.class_for(size)
 
 
+def _scaled_count(phase: Phase, factor: float) -> int:
+    """PHASE's count times FACTOR, at least one request."""
+    count = (phase.count or 0) * factor
+    if not count <= MAX_COUNT:
+        raise WorkloadError(
+            f"options: count_scale makes phase {phase.name!r} {count:g} requests, "
+            f"more than {MAX_COUNT}"
+        )
+    return max(1, round(count))
+
+
 # --- loading ---------------------------------------------------------------------------------
 
 
@@ -183,9 +198,16 @@ def load(name_or_path: str | Path) -> Workload:
                 f"(shipped: {', '.join(sorted(known))})"
             )
         path = known[str(name_or_path)]
+    if path.is_dir():
+        raise WorkloadError(f"{path}: a directory, not a workload file")
     try:
         data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
+    except OSError as err:
+        raise WorkloadError(f"{path}: cannot read it: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise WorkloadError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except (yaml.YAMLError, ValueError) as err:
+        # yaml reads an integer of thousands of digits with int(), which refuses it.
         raise WorkloadError(f"{path}: not YAML: {err}") from err
     return parse(data, str(path))
 
@@ -205,6 +227,8 @@ def parse(data: Any, where: str = "workload") -> Workload:
         raise WorkloadError(f"{where}: at least one object type is needed")
     if len({t.name for t in types}) != len(types):
         raise WorkloadError(f"{where}: object type names must be unique")
+    if not any(t.share > 0 for t in types):
+        raise WorkloadError(f"{where}: types: every share is 0, so no object can be drawn")
     phases = tuple(_phase(p, f"{where}: phases[{i}]") for i, p in enumerate(_list(data, "phases")))
     if not phases:
         raise WorkloadError(f"{where}: at least one phase is needed")
@@ -226,7 +250,7 @@ def parse(data: Any, where: str = "workload") -> Workload:
             processes=_whole(data.get("processes", 1), "processes"),
             seed=_whole(data.get("seed", 1), "seed"),
             scale=_finite(data.get("scale", 1.0), "scale"),
-            timeout=_seconds(data.get("timeout", 60)),
+            timeout=_seconds(data.get("timeout", 60), "timeout"),
             container_prefix=_name(data.get("container_prefix", "loadgen"), "container_prefix"),
             large_above=parse_size(large["above"]) if "above" in large else None,
             large_class=check_class(large["class"], what="large_objects.class")
@@ -241,8 +265,12 @@ def parse(data: Any, where: str = "workload") -> Workload:
 
 
 def _check_numbers(w: Workload, where: str) -> None:
-    if w.containers < 1 or w.concurrency < 1 or w.processes < 1:
-        raise WorkloadError(f"{where}: containers, concurrency and processes must be >= 1")
+    for name, most in LIMITS.items():
+        if not 1 <= (value := getattr(w, name)) <= most:
+            raise WorkloadError(f"{where}: {name} must be >= 1 and at most {most}, not {value}")
+    for p in w.phases:
+        if p.duration is not None and not math.isfinite(p.duration):
+            raise WorkloadError(f"{where}: phase {p.name!r}: its duration is not finite")
     if not 0 < w.scale < math.inf or not 0 < w.timeout < math.inf:
         raise WorkloadError(f"{where}: scale and timeout must be finite numbers above 0")
     if not all(c.isalnum() or c in "-_." for c in w.container_prefix):
@@ -256,16 +284,22 @@ def _list(data: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _seconds(value: Any) -> float:
+def _seconds(value: Any, what: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _finite(value, "a duration")
+        return _finite(value, what)
     text = str(value).strip()
-    for suffix, mult in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
+    number, mult = text, 1.0
+    for suffix, factor in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
         if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
-            return float(text[: -len(suffix)]) * mult
-    if not text.replace(".", "", 1).isdigit():
-        raise WorkloadError(f"{value!r} is not a duration such as 60, 60s, 500ms or 2m")
-    return float(text)
+            number, mult = text[: -len(suffix)], factor
+            break
+    if not number.replace(".", "", 1).isdigit():
+        raise WorkloadError(f"{shown(value)} is not a duration such as 60, 60s, 500ms or 2m")
+    # float() reads a number of hundreds of digits as infinity: a phase that never ends.
+    seconds = float(number) * mult
+    if not math.isfinite(seconds):
+        raise WorkloadError(f"{what} must be a finite number of seconds, not {shown(value)}")
+    return seconds
 
 
 # YAML hands over whatever the file holds: int() and float() would take True for 1, 1.5
@@ -277,9 +311,15 @@ def _whole(value: Any, what: str) -> int:
 
 
 def _finite(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise WorkloadError(f"{what} must be a finite number, not {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if not math.isfinite(number):
+        raise WorkloadError(f"{what} must be a finite number, not {shown(value)}")
+    return number
 
 
 def _name(value: Any, what: str) -> str:
@@ -381,12 +421,14 @@ def _phase(data: Any, where: str) -> Phase:
             )
     try:
         count = None if data.get("count") is None else _whole(data["count"], "count")
-        duration = None if data.get("duration") is None else _seconds(data["duration"])
+        duration = None if data.get("duration") is None else _seconds(data["duration"], "duration")
         rate = None if data.get("rate") is None else _finite(data["rate"], "rate")
     except (TypeError, ValueError) as err:
         raise WorkloadError(f"{where}: {err}") from err
     if (count is not None and count < 0) or (duration is not None and duration <= 0):
         raise WorkloadError(f"{where}: count must be >= 0 and duration > 0")
+    if count is not None and count > MAX_COUNT:
+        raise WorkloadError(f"{where}: count must be at most {MAX_COUNT}")
     if rate is not None and rate <= 0:
         raise WorkloadError(f"{where}: rate must be positive")
     unbounded = count is None and duration is None

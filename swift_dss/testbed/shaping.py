@@ -42,6 +42,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+from swift_dss.sizes import exact, shown
+
 ETHERNET_OVERHEAD = 24
 #: A full Ethernet frame as tbf charges it: 1500 bytes of IP, the 14-byte header, and the
 #: overhead above.
@@ -55,6 +57,8 @@ QUEUE_MS = 20
 #: tbf's kernel interface carries rates as 64-bit bytes/s; below one kbit/s a 1500-byte
 #: frame would take 12 s, which no test or bench means.
 MIN_RATE = 1000
+#: The most those 64 bits carry, in bit/s.
+MAX_RATE = 8 * (2**64 - 1)
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)\s*$", re.IGNORECASE)
 _UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
@@ -69,11 +73,17 @@ def parse_rate(text: str) -> int:
     m = _RATE.match(str(text))
     if not m:
         raise ShapingError(
-            f"link rate {text!r} is not a number with a unit (bit, kbit, mbit, gbit), e.g. 1gbit"
+            f"link rate {shown(text)} is not a number with a unit (bit, kbit, mbit, gbit), "
+            "e.g. 1gbit"
         )
-    bits = round(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    number = exact(m.group(1), len(str(MAX_RATE)))
+    bits = None if number is None else round(number * _UNITS[m.group(2).lower()])
+    if bits is None or bits > MAX_RATE:
+        raise ShapingError(
+            f"link rate {shown(text)} is too large (tc takes at most 2^64 - 1 bytes/s)"
+        )
     if bits < MIN_RATE:
-        raise ShapingError(f"link rate {text!r} is below {MIN_RATE} bit/s")
+        raise ShapingError(f"link rate {shown(text)} is below {MIN_RATE} bit/s")
     return bits
 
 

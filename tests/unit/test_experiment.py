@@ -407,8 +407,9 @@ def test_tiered_policies_place_only_the_stream_classes() -> None:
 
 @pytest.mark.parametrize(
     ("size_scale", "block"),
-    [(1.0, 4096), (2.0, 4096), (0.5, 2048), (0.25, 1024), (0.1, 512), (0.15, 512), (0.01, 512)],
-)
+    [(1.0, 4096), (2.0, 4096), (0.5, 2048), (0.25, 1024), (0.1, 512), (0.15, 512), (0.01, 512),
+     (1e-300, 512)],
+)  # fmt: skip
 def test_the_cache_block_scales_as_the_objects(size_scale: float, block: int) -> None:
     assert policy_file.scaled_block(4096, size_scale) == block
 
@@ -542,7 +543,7 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--cache-pcts", "5,5"], "expected distinct numbers"),
         (["--cache-pcts", "nan"], "expected distinct numbers"),
         (["--only", "dss@7%"], "unknown configuration dss@7%; known: dss@10%, lru@10%, ssd,"),
-        (["--only", ","], "unknown configuration ','"),
+        (["--only", ","], "',' names no configuration"),
         (["--variants", "dss-slru", "--only", "dss-slru"], "unknown configuration dss-slru;"),
         (["--only", "dss-slru@10%"], "(a policy variant runs with --variants dss-slru)"),
     ],
@@ -556,6 +557,74 @@ def test_bad_testbed_options_are_cli_errors(tmp_path: Path, args: list[str], say
     assert result.exit_code == 2, result.output
     assert says in result.output
     assert not (tmp_path / "summary.json").exists()
+
+
+BIG = "9" * 400
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--only", ""], "'' names no configuration; known: dss@10%"),
+        (["--only", " "], "' ' names no configuration"),
+        (["--variants", ""], "'' names no policy variant: none, all or some of dss-"),
+        (
+            ["--size-scale", "1e-300", "--cache-block", "scaled"],
+            "Invalid value for --cache-block: `scaled` with --size-scale 1e-300 is a block "
+            "under one byte",
+        ),
+        (["--client-rate", f"{BIG}gbit"], "link rate '99999999999999999999\u2026' is too large"),
+        (["--meta-memory", BIG], "metadata memory"),
+    ],
+)
+def test_options_that_name_nothing_or_too_much_are_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], says: str
+) -> None:
+    # An empty --only once meant every configuration: the whole experiment started.
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+
+    def started(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the experiment started")
+
+    monkeypatch.setattr(caching, "caching", started)
+    result = CliRunner().invoke(experiment, ["caching", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)  # a usage error, not a crash
+    assert says in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--sizes", "12XB"], "size '12XB' is not a number with an optional unit"),
+        (["--budget", BIG], "size '99999999999999999999\u2026' is too large"),
+        (["--repetitions", "0"], "Invalid value for '--repetitions': 0 is not in the range"),
+        (["--container", "a/b"], "Invalid value for '--container': 'a/b' is not a container"),
+        (["--bogus"], "No such option '--bogus'"),
+        (["--out", "elsewhere"], "--out: each run sets its own"),
+        (["--endpoint=http://h"], "--endpoint=http://h: each run sets its own"),
+    ],
+)
+def test_the_sweeps_arguments_are_checked_before_any_testbed_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], says: str
+) -> None:
+    # `dss loadgen sweep` checks them itself, but only once a testbed is up for a case.
+    from click.testing import CliRunner
+
+    from swift_dss.experiment import distance
+    from swift_dss.experiment.cli import experiment
+
+    def started(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a testbed started")
+
+    monkeypatch.setattr(distance, "sweep_distance", started)
+    result = CliRunner().invoke(experiment, ["sweep", "--out", str(tmp_path), "--", *args])
+    assert result.exit_code == 1, result.output
+    assert f"Error: the arguments for dss loadgen sweep: {says}" in result.output
+    # Arguments it takes pass, with nothing run.
+    distance.check_sweep_args(tmp_path, distance.CASES, ["--sizes", "4KiB", "--parallelism", "8"])
 
 
 def test_a_kept_run_must_come_from_the_same_testbed(tmp_path: Path) -> None:

@@ -49,6 +49,17 @@ def kept(tmp_path: Path, name: str, doc: Any) -> Path:
     return d
 
 
+#: A caching summary with one configuration measured, to spoil one part of.
+CACHING = {"experiment": "caching", "ssd@10%": summary(32, 1, 2, 1)["ssd@10%"]}
+
+
+def binary(tmp_path: Path, data: bytes) -> Path:
+    d = tmp_path / "x"
+    d.mkdir()
+    (d / "summary.json").write_bytes(data)
+    return d
+
+
 def test_each_run_is_a_column_with_its_orders_and_ratios(tmp_path: Path) -> None:
     a = kept(tmp_path, "c32", summary(32, 76.5, 85.8, 0.83))
     b = kept(tmp_path, "c128", summary(128, 340.8, 309.1, 0.62, repeats=3))
@@ -96,6 +107,21 @@ def test_the_cli_writes_the_table_the_numbers_and_the_figure(tmp_path: Path) -> 
         (lambda t: [kept(t, "x", "{}") / "summary.json"], [], "Not a directory"),
         (lambda t: [kept(t, "x", "{not json")], [], "not JSON"),
         (lambda t: [kept(t, "x", {"experiment": "traffic"})], [], "not a caching"),
+        (lambda t: [binary(t, b'{"experiment": "caching\xff"}')], [], "json: not UTF-8 text"),
+        (lambda t: [kept(t, "x", {**CACHING, "orders": 5})], [], "json: orders is not a list"),
+        (
+            lambda t: [kept(t, "x", {**CACHING, "headlines": [{"paper": "a", "measured": 1}]})],
+            [],
+            "json: headlines is not a list of mappings with numbers",
+        ),
+        (lambda t: [kept(t, "x", {**CACHING, "setup": [1]})], [], "json: setup is not a mapping"),
+        (
+            lambda t: [kept(t, "x", {**CACHING, "dss@10%": {"get_mbps": 1}})],
+            [],
+            "json: dss@10% is not a measured configuration",
+        ),
+        # A table of dashes and empty plots would pass for a comparison.
+        (lambda t: [kept(t, "x", {"experiment": "caching"})], [], "measured no configuration"),
         (lambda t: [kept(t, "x", summary(32, 1, 2, 1))], ["a", "b"], "2 labels for 1 runs"),
         (
             lambda t: [kept(t, "x", summary(32, 1, 2, 1)), kept(t, "y", summary(32, 1, 2, 1))],

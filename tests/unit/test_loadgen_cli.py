@@ -160,6 +160,11 @@ def test_one_default_protocol() -> None:
         (["--max-failures", "-1"], {}, ["--max-failures"]),
         ([], {"DSS_PROTOCOL": "ftp"}, ["--protocol", "ftp"]),
         (["--os-auth-url", "http://k/v3", "-V", "3"], {}, ["needs a user"]),
+        (["--endpoint", "http://h:abc"], {}, ["'--endpoint'", "Port could not be cast"]),
+        (["--endpoint", "http://h:65536"], {}, ["'--endpoint'", "Port out of range"]),
+        (["--endpoint", "http://[::1"], {}, ["'--endpoint'", "Invalid IPv6 URL"]),
+        # Not the all-in-one's proxy, which an empty value once stood for.
+        (["--endpoint", ""], {}, ["'--endpoint'", "'' is not an http(s)://HOST[:PORT] URL"]),
     ],
 )
 def test_bad_values_get_one_line(
@@ -185,3 +190,35 @@ def test_sweep_fails_on_failed_requests_but_writes_results(tmp_path: Path) -> No
     doc = json.loads((tmp_path / "results.json").read_text())
     assert sum(row["failures"] for row in doc["rows"]) > 0
     assert ok.exit_code == 0, ok.output
+
+
+def test_a_workload_that_is_no_text_file_is_one_line(tmp_path: Path) -> None:
+    binary = tmp_path / "w.yaml"
+    binary.write_bytes(b"\xff\xfe\x00name: t\n")
+    for workload, says in ((tmp_path, "a directory"), (binary, "not UTF-8 text")):
+        argv = ["loadgen", "run", str(workload), "--endpoint", "http://127.0.0.1:9", "--out",
+                str(tmp_path / "out")]  # fmt: skip
+        _one_line_error(CliRunner().invoke(main, argv), f"{workload}: {says}")
+
+
+BIG = "9" * 400
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["sweep", "--container", "a/b"], ["'--container'", "'a/b' is not a container name"]),
+        (["sweep", "--container", ""], ["'--container'", "'' is not a container name"]),
+        (["sweep", "--sizes", f"1KiB,{BIG}"], ["size '99999999999999999999\u2026' is too large"]),
+        (["sweep", "--budget", f"{BIG}KiB"], ["size '99999999999999999999\u2026' is too large"]),
+        (["cache-study", "--chunk-sizes", BIG], ["is too large"]),
+        (["cache-study", "--cache", BIG], ["is too large"]),
+        (["cache-study", "--max-file-size", BIG], ["is too large"]),
+    ],
+)
+def test_bad_sweep_and_study_options_are_one_line_before_any_request(
+    tmp_path: Path, args: list[str], words: list[str]
+) -> None:
+    argv = ["loadgen", *args, "--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path)]
+    _one_line_error(CliRunner().invoke(main, argv), *words)
+    assert not (tmp_path / "results.json").exists()

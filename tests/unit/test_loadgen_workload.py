@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import random
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from swift_dss.loadgen.plan import Plan
 from swift_dss.loadgen.workload import WorkloadError, load, parse, shipped
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+BIG = "9" * 400
 
 
 def small(**extra: object) -> dict:
@@ -101,7 +103,22 @@ def test_discrete_sizes_and_classes_by_size() -> None:
         ({"scale": float("nan")}, "scale must be a finite number"),
         ({"large_objects": "get"}, "large_objects is a mapping"),
         ({"large_objects": {"above": "1MiB", "class": 2.5}}, "large_objects.class must be"),
-        ({"phases": [{"op": "put", "duration": float("inf")}]}, "a duration must be a finite"),
+        ({"phases": [{"op": "put", "duration": float("inf")}]}, "duration must be a finite"),
+        # float() reads hundreds of digits as infinity, and float(int) refuses them.
+        ({"phases": [{"op": "put", "duration": BIG + "s"}]}, r"phases\[0\]: duration must be"),
+        ({"phases": [{"op": "put", "duration": BIG}]}, r"phases\[0\]: duration must be a fin"),
+        ({"phases": [{"op": "put", "duration": int(BIG)}]}, "duration must be a finite"),
+        ({"timeout": BIG + "ms"}, "timeout must be a finite number of seconds, not '9999"),
+        ({"types": [{"name": "A", "share": int(BIG), "size": 1}]}, "share must be a finite"),
+        ({"phases": [{"op": "put", "count": int(BIG)}]}, "count must be at most"),
+        ({"types": [{"name": "A", "sizes": [[BIG, 100]]}]}, "is too large"),
+        ({"concurrency": 10**12}, "concurrency must be >= 1 and at most 100000, not 10{12}$"),
+        ({"processes": 1025}, "processes must be >= 1 and at most 1024"),
+        ({"containers": 100_001}, "containers must be >= 1 and at most 100000"),
+        (
+            {"types": [{"name": "A", "share": 0, "size": 1}, {"name": "B", "share": 0, "size": 2}]},
+            "types: every share is 0, so no object can be drawn",
+        ),
         ({"phases": [{"op": "put", "duration": "nan"}]}, "is not a duration"),
         ({"phases": [{"op": "put", "count": True}]}, "count must be a whole number"),
         ({"phases": [{"mix": {"get": [1, 2]}, "count": 1}]}, "the weight of get must be"),
@@ -111,6 +128,29 @@ def test_discrete_sizes_and_classes_by_size() -> None:
 def test_bad_workloads_are_refused_with_the_reason(change: dict, message: str) -> None:
     with pytest.raises(WorkloadError, match=message):
         parse(small(**change))
+
+
+def test_a_file_takes_as_many_clients_processes_and_containers_as_the_options() -> None:
+    from swift_dss.loadgen.cli import run
+    from swift_dss.loadgen.workload import LIMITS
+
+    assert {p.name: getattr(p.type, "max", None) for p in run.params if p.name in LIMITS} == LIMITS
+
+
+def test_a_workload_that_is_no_text_file_is_refused_with_its_path(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match=f"^{tmp_path}: a directory, not a workload file$"):
+        load(tmp_path)
+    binary = tmp_path / "w.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    with pytest.raises(WorkloadError, match=r"w.yaml: not UTF-8 text \(byte 6\)$"):
+        load(binary)
+
+
+@pytest.mark.parametrize("option", ["count_scale", "duration_scale"])
+def test_a_scale_that_makes_a_phase_endless_is_refused(option: str) -> None:
+    w = parse(small(phases=[{"op": "put", "count": 10**18, "duration": 1e300}]))
+    with pytest.raises(WorkloadError, match=r"options: .*phase 'put'"):
+        w.with_options(**{option: 1e300})
 
 
 def test_scale_shrinks_sizes_but_keeps_buckets_and_classes() -> None:

@@ -33,6 +33,16 @@ def test_bad_rates_are_refused(text: str) -> None:
         shaping.parse_rate(text)
 
 
+@pytest.mark.parametrize("text", ["9" * 400 + "gbit", "9" * 400 + ".5bit", "147573952590gbit"])
+def test_rates_beyond_what_tc_takes_are_refused(text: str) -> None:
+    # float() read hundreds of digits as infinity, and round() crashed on it.
+    with pytest.raises(
+        ShapingError, match=r"^link rate '[\w.]{1,20}\u2026?' is too large \(tc takes"
+    ):
+        shaping.parse_rate(text)
+    assert shaping.parse_rate("147573952589gbit") == 147_573_952_589 * 10**9
+
+
 def test_format_rate() -> None:
     assert shaping.format_rate(10**9) == "1gbit"
     assert shaping.format_rate(125 * 10**6) == "125mbit"
