@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from swift_dss.sizes import parse_size
+from swift_dss.sizes import parse_size, shown
 
 #: dss-tier's modes (`mount --mode`, a policy's `mode`).
 TIER_MODES = ("hdd", "ssd", "lru", "dss", "tiered")
@@ -83,7 +83,7 @@ def meta_memory_error(text: str) -> str | None:
     """Why TEXT cannot be a --meta-memory (a size, or 0 for none), if it cannot."""
     if str(text).strip() == "0" or cache_size_bytes(text):
         return None
-    return f"metadata memory {text!r} is not a size such as 1GiB (0 for none)"
+    return f"metadata memory {shown(text)} is not a size such as 1GiB (0 for none)"
 
 
 def cache_size_bytes(text: str) -> int:

@@ -88,6 +88,10 @@ def test_metadata_memory_is_a_size_or_none() -> None:
     assert [meta_memory_error(s) for s in ("0", "24GiB", "4096")] == [None, None, None]
     for bad in ("lots", "1.5G", "", "-1"):
         assert "not a size such as 1GiB (0 for none)" in str(meta_memory_error(bad))
+    # A value of hundreds of digits is named by its start, not repeated whole.
+    assert meta_memory_error("9" * 400) == (
+        "metadata memory '" + "9" * 20 + "\u2026' is not a size such as 1GiB (0 for none)"
+    )
 
 
 def test_cache_sizes_are_those_the_tier_takes() -> None:
