@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -216,9 +217,34 @@ def process(auth: SwiftAuth, default_auth_url: str = DEFAULT_AUTH_URL) -> dict[s
     ):
         opts[name] = None
     process_options(opts)
+    for url in (opts["auth"], opts["os_storage_url"]):
+        if url and (reason := url_error(url)):
+            raise AuthOptionError(f"invalid URL {url!r}: {reason}")
     if not preauth:
         _check(opts)
     return opts
+
+
+def url_error(url: str) -> str | None:
+    """Why URL cannot be an auth or storage URL, if it cannot."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        text = str(e)  # urllib's wording, e.g. "Invalid IPv6 URL"
+        return text[:1].lower() + text[1:]
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http or https"
+    if not parts.hostname:
+        return "no host"
+    # urllib would take any Unicode digits as the port, and raise only once it is read.
+    host_port = parts.netloc.rpartition("@")[2].rpartition("]")[2]
+    _, colon, port = host_port.rpartition(":")
+    if colon and port:
+        if not (port.isascii() and port.isdigit()):
+            return f"port {port!r} is not a number"
+        if int(port) > 65535:
+            return "port out of range 0-65535"
+    return None
 
 
 def _check(opts: dict[str, Any]) -> None:

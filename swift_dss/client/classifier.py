@@ -135,14 +135,16 @@ class Classifier:
         overrides the file's threshold for a type scheme.
         """
         path = policy_path(name_or_path)
-        data = load_policy(path)
-        return cls(_build_scheme(data, scheme, path, large_object_threshold), path)
+        return cls(_build_scheme(_read(path), scheme, path, large_object_threshold), path)
 
     @staticmethod
     def schemes(name_or_path: str | Path = DEFAULT_POLICY) -> dict[str, str]:
         """Scheme names of a policy file and their descriptions."""
-        data = load_policy(name_or_path)
-        return {name: str(body.get("description", "")) for name, body in _schemes(data, "").items()}
+        path = policy_path(name_or_path)
+        return {
+            name: _text(body, "description", f"{path}: schemes.{name}")
+            for name, body in _schemes(_read(path), str(path)).items()
+        }
 
     def explain(
         self, path_or_name: str | os.PathLike[str], size: int | None = None
@@ -157,10 +159,22 @@ class Classifier:
         return self.explain(path_or_name, size)[0]
 
 
-def _schemes(data: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+def _read(path: Path) -> Mapping[str, Any]:
+    try:
+        return load_policy(path)
+    except ValueError as e:  # not TOML, or not text at all; the message names the file
+        raise ClassifierConfigError(str(e)) from None
+
+
+def _schemes(data: Mapping[str, Any], where: str) -> Mapping[str, Mapping[str, Any]]:
     schemes = data.get("schemes")
-    if not isinstance(schemes, Mapping) or not schemes:
+    if schemes is None or (isinstance(schemes, Mapping) and not schemes):
         raise ClassifierConfigError(f"{where}: no [schemes.*] tables")
+    if not isinstance(schemes, Mapping):
+        raise ClassifierConfigError(f"{where}: schemes must be a table of schemes, not {schemes!r}")
+    for name, body in schemes.items():
+        if not isinstance(body, Mapping):
+            raise ClassifierConfigError(f"{where}: schemes.{name} must be a table, not {body!r}")
     return schemes
 
 
@@ -171,9 +185,15 @@ def _build_scheme(
     threshold_override: int | str | None,
 ) -> Scheme:
     schemes = _schemes(data, str(path))
-    name = name or data.get("default_scheme") or next(iter(schemes))
+    default = data.get("default_scheme")
+    if default is not None and (not isinstance(default, str) or not default):
+        raise ClassifierConfigError(
+            f"{path}: default_scheme must be a scheme name, not {default!r}"
+        )
+    if name is None:
+        name = default or next(iter(schemes))
     body = schemes.get(name)
-    if not isinstance(body, Mapping):
+    if body is None:
         raise ClassifierConfigError(f"{path}: no scheme {name!r} (schemes: {', '.join(schemes)})")
     where = f"{path}: schemes.{name}"
     try:
@@ -204,16 +224,38 @@ def _strings(value: Any, what: str) -> list[str]:
     return value
 
 
+def _text(table: Mapping[str, Any], key: str, where: str) -> str:
+    value = table.get(key, "")
+    if not isinstance(value, str):
+        raise ClassifierConfigError(f"{where}.{key} must be a string, not {value!r}")
+    return value
+
+
+def _size(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ClassifierConfigError(f'{what} must be a byte count or a size such as "10MiB"')
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise ClassifierConfigError(f"{what}: {e}") from None
+
+
 def _type_scheme(
     name: str, body: Mapping[str, Any], where: str, threshold_override: int | str | None
 ) -> TypeScheme:
     cats = body.get("categories")
-    if not isinstance(cats, Mapping) or not cats:
+    if cats is None or (isinstance(cats, Mapping) and not cats):
         raise ClassifierConfigError(f"{where}: no categories")
+    if not isinstance(cats, Mapping):
+        raise ClassifierConfigError(
+            f"{where}.categories must be a table of categories, not {cats!r}"
+        )
     categories: list[Category] = []
     owner: dict[str, str] = {}
     for cname, c in cats.items():
         cw = f"{where}.categories.{cname}"
+        if not isinstance(c, Mapping):
+            raise ClassifierConfigError(f"{cw} must be a table, not {c!r}")
         exts = {
             e.lower().lstrip(".") for e in _strings(c.get("extensions", []), f"{cw}.extensions")
         }
@@ -225,7 +267,7 @@ def _type_scheme(
             Category(
                 name=cname,
                 cls=_class(c.get("class"), f"{cw}.class"),
-                label=str(c.get("label", "")),
+                label=_text(c, "label", cw),
                 extensions=frozenset(exts),
                 mime_types=frozenset(_strings(c.get("mime_types", []), f"{cw}.mime_types")),
                 mime_prefixes=tuple(_strings(c.get("mime_prefixes", []), f"{cw}.mime_prefixes")),
@@ -233,19 +275,23 @@ def _type_scheme(
         )
     by_name = {c.name: c for c in categories}
     fallback_name = body.get("fallback")
-    if fallback_name is not None and fallback_name not in by_name:
+    if fallback_name is not None and (
+        not isinstance(fallback_name, str) or fallback_name not in by_name
+    ):
         raise ClassifierConfigError(f"{where}: fallback {fallback_name!r} is not a category")
     threshold = (
         body.get("large_object_threshold") if threshold_override is None else threshold_override
     )
     return TypeScheme(
         name=name,
-        description=str(body.get("description", "")),
+        description=_text(body, "description", where),
         categories=tuple(categories),
         fallback=by_name.get(fallback_name) if fallback_name else None,
-        large_object_threshold=None if threshold is None else parse_size(threshold),
+        large_object_threshold=None
+        if threshold is None
+        else _size(threshold, f"{where}.large_object_threshold"),
         large_object_class=_class(body.get("large_object_class", 0), f"{where}.large_object_class"),
-        large_object_label=str(body.get("large_object_label", "")),
+        large_object_label=_text(body, "large_object_label", where),
     )
 
 
@@ -258,11 +304,11 @@ def _size_scheme(name: str, body: Mapping[str, Any], where: str) -> SizeScheme:
         bw = f"{where}.buckets[{i}]"
         if not isinstance(b, Mapping):
             raise ClassifierConfigError(f"{bw} is not a table")
-        max_size = None if b.get("max") is None else parse_size(b["max"])
+        max_size = None if b.get("max") is None else _size(b["max"], f"{bw}.max")
         if buckets and (
             buckets[-1].max_size is None
             or (max_size is not None and max_size <= buckets[-1].max_size)
         ):
             raise ClassifierConfigError(f"{bw}: buckets must grow, only the last may lack max")
         buckets.append(SizeBucket(max_size, _class(b.get("class"), f"{bw}.class")))
-    return SizeScheme(name, str(body.get("description", "")), tuple(buckets))
+    return SizeScheme(name, _text(body, "description", where), tuple(buckets))

@@ -80,6 +80,13 @@ def _classes_json(cmap: ClassMap) -> dict[str, Any]:
     }
 
 
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option that names something (a file, a scheme) given as '' names nothing."""
+    if value == "":
+        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
+    return value
+
+
 def _object_name(path: str) -> str:
     """The object name for a file given on the command line, as the swift CLI makes it."""
     parts = [p for p in PurePosixPath(Path(path).as_posix()).parts if p not in ("/", ".")]
@@ -92,7 +99,11 @@ def _object_name(path: str) -> str:
 @click.option("--class", "object_class", type=CLASS, help="Class of the whole object.")
 @click.option("--range-class", metavar="SPEC", help="Ranges: OFFSET-LENGTH-CLASS[,...] (sectors).")
 @click.option("--auto", is_flag=True, help="Let the classifier pick the object class.")
-@click.option("--scheme", help="Classification scheme for --auto (default: the policy's).")
+@click.option(
+    "--scheme",
+    callback=_not_empty,
+    help="Classification scheme for --auto (default: the policy's).",
+)
 @click.option("--policy", default="classifier", show_default=True, help="Classifier policy.")
 @click.option(
     "--via",
@@ -157,6 +168,7 @@ def upload(
     "-o",
     "--output",
     type=OutputFile(),
+    callback=_not_empty,
     help="File to write ('-': standard output; default: the object's last name part).",
 )
 @auth_options
@@ -225,7 +237,11 @@ def reclassify(
 
 @click.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("--scheme", help="Scheme of the policy (default: the policy's default_scheme).")
+@click.option(
+    "--scheme",
+    callback=_not_empty,
+    help="Scheme of the policy (default: the policy's default_scheme).",
+)
 @click.option("--policy", default="classifier", show_default=True, help="Policy name or file.")
 @click.option("--size", help="Size to classify by instead of the file's (e.g. 3MiB).")
 @click.option("--large-threshold", help="Override the large-object threshold (e.g. 100MiB).")
@@ -294,6 +310,7 @@ def _parse_blocks(text: str) -> list[int]:
     "--output",
     required=True,
     type=OutputFile(),
+    callback=_not_empty,
     help="File to write ('-': standard output).",
 )
 def encode(

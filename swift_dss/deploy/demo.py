@@ -47,13 +47,13 @@ def run(cmd: list[str], *, shown: list[str] | None = None) -> str:
 
 
 def ensure_cluster(dir_: Path, port: int) -> Saio:
-    try:
+    # A state file that cannot be read may still record running processes: refuse it
+    # rather than start a second cluster over them.
+    if (dir_ / Saio.state_file).exists():
         cluster = Saio.load(dir_)
         if cluster.is_up():
             click.echo(f"Using the cluster already running in {cluster.dir}.")
             return cluster
-    except SaioError:
-        pass
     click.echo(f"Starting an all-in-one cluster in {dir_.absolute()} ...")
     cluster = Saio(SaioConfig(dir=dir_, port=port))
     cluster.up()

@@ -13,7 +13,8 @@ Output, one root-like tree per node so that an operator copies it into place as 
 from __future__ import annotations
 
 import json
-import shlex
+import os
+import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from swift_dss.deploy.swift_config import (
     timed_server,
 )
 from swift_dss.deploy.tempauth import tempauth_options
+from swift_dss.deploy.unit_syntax import exec_line, exec_word, specifiers_escaped
 
 #: Storage node daemons: (unit name, console script, config file).
 STORAGE_DAEMONS = (
@@ -211,7 +213,8 @@ def reload_line(inv: Inventory, unit: str) -> str:
     """ExecReload= for a WSGI server's unit; nothing for the other daemons (restart those)."""
     if unit not in WSGI_SERVERS:
         return ""
-    return f"ExecReload={inv.cluster.bin_dir}/swift-reload $MAINPID"
+    # $MAINPID stays outside the quoting: systemd substitutes it.
+    return f"ExecReload={exec_word(f'{inv.cluster.bin_dir}/swift-reload')} $MAINPID"
 
 
 def tier_unit_name(dev: Device) -> str:
@@ -257,12 +260,13 @@ def storage_units(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict[s
                 "unit": tier_unit_name(dev),
                 "node": node.name,
                 "device": dev.name,
-                "ssd": dev.ssd,
-                "hdd": dev.hdd,
-                "mountpoint": mountpoint,
+                # The inventory refuses ssd and hdd paths that RequiresMountsFor= cannot hold.
+                "ssd": specifiers_escaped(str(dev.ssd)),
+                "hdd": specifiers_escaped(str(dev.hdd)),
+                "mountpoint": exec_word(mountpoint),
                 "before": " ".join(f"{s}.service" for s in servers),
-                "tier": f"{inv.cluster.bin_dir}/dss-tier",
-                "exec_start": shlex.join(tier_command(inv, dev, mountpoint)),
+                "tier": exec_word(f"{inv.cluster.bin_dir}/dss-tier"),
+                "exec_start": exec_line(tier_command(inv, dev, mountpoint)),
             },
         )
     for unit, script, conf in STORAGE_DAEMONS:
@@ -275,7 +279,9 @@ def storage_units(inv: Inventory, node: StorageNode, paths: NodePaths) -> dict[s
                 "description": f"Swift {script.removeprefix('swift-')} ({node.name})",
                 "after": " ".join(tier_units),
                 "requires": f"Requires={' '.join(tier_units)}" if tier_units else "",
-                "exec_start": f"{inv.cluster.bin_dir}/{script} {paths.swift_dir}/{conf}",
+                "exec_start": exec_line(
+                    [f"{inv.cluster.bin_dir}/{script}", f"{paths.swift_dir}/{conf}"]
+                ),
                 "reload": reload_line(inv, unit),
             },
         )
@@ -296,8 +302,12 @@ def proxy_units(inv: Inventory, proxy: ProxyNode, paths: NodePaths) -> dict[str,
                 "description": f"Swift proxy with dss ({proxy.name})",
                 "after": "memcached.service",
                 "requires": "",
-                "exec_start": f"{inv.cluster.bin_dir}/swift-proxy-server "
-                f"{paths.swift_dir}/proxy-server.conf",
+                "exec_start": exec_line(
+                    [
+                        f"{inv.cluster.bin_dir}/swift-proxy-server",
+                        f"{paths.swift_dir}/proxy-server.conf",
+                    ]
+                ),
                 "reload": reload_line(inv, "swift-proxy-server"),
             },
         )
@@ -320,8 +330,27 @@ def _write(root: Path, rel: str, text: str) -> str:
 
 
 def generate(inv: Inventory, out: Path) -> dict[str, Any]:
-    """Write rings, configs and units for every node of INV under OUT; return the manifest."""
+    """Write rings, configs and units for every node of INV under OUT; return the manifest.
+
+    A new OUT appears whole or not at all: the tree is written beside it under a hidden
+    name and renamed into place. An existing OUT is written into, file by file.
+    """
     out = Path(out)
+    if out.exists():
+        return _generate_into(inv, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        manifest = _generate_into(inv, tmp)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _generate_into(inv: Inventory, out: Path) -> dict[str, Any]:
     rings = build_cluster_rings(inv, out / "rings")
     paths = NodePaths.of(inv)
     unit_dir = "/etc/systemd/system"

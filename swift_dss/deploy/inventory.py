@@ -32,6 +32,12 @@ DEFAULT_PORTS = {"account": 6202, "container": 6201, "object": 6200}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 #: A Unix user name as Debian's adduser takes it (NAME_REGEX), upper case allowed.
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\$?$")
+#: Whole numbers as Swift and memcached read them: ASCII digits only.
+_DIGITS = re.compile(r"[0-9]+")
+#: What a unit file's RequiresMountsFor= cannot hold in a path: it splits the list on
+#: whitespace, and systemd documents no quoting for it.
+_MOUNT_PATH_BAD = re.compile(r"[\s\"'\\]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: The settings a tiered device's dss-tier unit is made from (generate.tier_command).
 TIER_KEYS = ("mode", "cache_size", "policy", "ssd_model", "hdd_model", "meta_memory",
              "meta_writes", "warm")  # fmt: skip
@@ -205,9 +211,14 @@ def parse_device(data: Any, what: str) -> Device:
         raise InventoryError(f"{what}: tier settings need a tiered device (ssd and hdd paths)")
     if reason := _tier_error(dev.tier):
         raise InventoryError(f"{what}.tier: {reason}")
-    for path in (dev.ssd, dev.hdd):
+    for key, path in (("ssd", dev.ssd), ("hdd", dev.hdd)):
         if path is not None and not path.startswith("/"):
             raise InventoryError(f"{what}: {path!r} must be an absolute path")
+        if path is not None and _MOUNT_PATH_BAD.search(path):
+            raise InventoryError(
+                f"{what}.{key}: {path!r} must not contain whitespace, quotes or backslashes "
+                "(systemd's RequiresMountsFor= of its tier unit could not hold it)"
+            )
     if dev.weight <= 0:
         raise InventoryError(f"{what}: weight must be positive")
     return dev
@@ -249,6 +260,10 @@ def parse_cluster(data: Any) -> Cluster:
     cluster = Cluster()
     for key, value in raw.items():
         if key == "ports":
+            if value is not None and not isinstance(value, dict):
+                raise InventoryError(
+                    "cluster.ports must be a mapping of account, container and object to a port"
+                )
             ports = {**DEFAULT_PORTS, **(value or {})}
             if set(ports) != set(DEFAULT_PORTS):
                 raise InventoryError("cluster.ports: only account, container and object")
@@ -272,15 +287,19 @@ def parse_cluster(data: Any) -> Cluster:
             raise InventoryError(
                 f"cluster.{key} must be an absolute path, not {getattr(cluster, key)!r}"
             )
+        if _CONTROL.search(getattr(cluster, key)):
+            raise InventoryError(f"cluster.{key} must not contain control characters")
     if not _USER.match(cluster.user):
         raise InventoryError(f"cluster.user {cluster.user!r} is not a user name")
     for key in ("workers", "proxy_workers"):
         value = getattr(cluster, key)
-        if not (value == "auto" or value.isdigit() or (key == "proxy_workers" and not value)):
+        if not (
+            value == "auto" or _DIGITS.fullmatch(value) or (key == "proxy_workers" and not value)
+        ):
             raise InventoryError(f"cluster.{key} must be auto or a whole number, not {value!r}")
     for server in cluster.memcache_servers:
         host, _, port = server.rpartition(":")
-        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        if not host or not _DIGITS.fullmatch(port) or not 1 <= int(port) <= 65535:
             raise InventoryError(f"cluster.memcache_servers: {server!r} is not HOST:PORT")
     if cluster.replicas < 1:
         raise InventoryError("cluster.replicas must be at least 1")
@@ -381,9 +400,11 @@ def _tier_error(settings: dict[str, str]) -> str | None:
 
 def load_inventory(path: Path | str) -> Inventory:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise InventoryError(f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise InventoryError(f"{path} is not UTF-8 text (byte {err.start})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

@@ -75,6 +75,15 @@ class LocalCluster(NodeDevices, TestbedNodes):
     state_file = STATE_FILE
     config_type = LocalClusterConfig
     kind = "local cluster"
+    state_keys = {
+        "tag": str,
+        "proxy_port": int,
+        "memcached_port": int,
+        "hash_prefix": str,
+        "hash_suffix": str,
+        "inventory_ports": dict[str, int],
+    }
+    record_keys = {**NodeDevices.record_keys, "node": str | None}
     _error = ClusterError
     cfg: LocalClusterConfig
 

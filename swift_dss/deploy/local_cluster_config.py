@@ -56,7 +56,9 @@ class LocalClusterConfig(ClusterConfig):
         if self.tier_mode == "none":
             self.tier_mode = None
         if isinstance(self.testbed, dict):  # from the state file
-            self.testbed = TestbedSettings(**self.testbed)
+            # As for the config itself, keys this version does not know are left out.
+            known = TestbedSettings.__dataclass_fields__
+            self.testbed = TestbedSettings(**{k: v for k, v in self.testbed.items() if k in known})
 
     def validate(self) -> None:
         if not 1 <= self.nodes <= 200:

@@ -9,9 +9,20 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from swift_dss.deploy.cluster_config import ClusterConfig
+from swift_dss.deploy.cluster_config import ClusterConfig, json_error
 from swift_dss.deploy.processes import ProcessSet, StateFile
 from swift_dss.deploy.tempauth import TempauthAccount
+
+#: What a mount record holds (devices.py, tierctl's Daemon.record), and its type.
+_MOUNT_KEYS: dict[str, Any] = {
+    "path": str,
+    "kind": str,
+    "pid": int | None,
+    "cmd": list[str],
+    "log": str | None,
+    "log_start": int,
+    "over_mount": bool,
+}
 
 
 class ProcessCluster(TempauthAccount):
@@ -25,6 +36,11 @@ class ProcessCluster(TempauthAccount):
     config_type: ClassVar[type[ClusterConfig]]
     #: "cluster", "local cluster": the word in messages such as "no cluster in DIR".
     kind: ClassVar[str]
+    #: The state file's keys besides config, processes and mounts, and their types (each
+    #: may be absent: a cluster that failed half-way through `up` has not written them all).
+    state_keys: ClassVar[dict[str, Any]] = {}
+    #: What every process record holds (ProcessSet.spawn), and its type.
+    record_keys: ClassVar[dict[str, Any]] = {"pid": int, "cmd": list[str], "log": str}
 
     def __init__(self, cfg: ClusterConfig, state: dict[str, Any] | None = None) -> None:
         self.cfg = cfg
@@ -41,7 +57,41 @@ class ProcessCluster(TempauthAccount):
         path = Path(dir).absolute() / cls.state_file
         missing = f"no {cls.kind} in {path.parent} (no {cls.state_file})"
         state = StateFile.load(path, cls._error, missing).data
-        return cls(cls.config_type.from_json(state["config"]), state)
+        if reason := cls._state_error(state):
+            raise cls._error(f"cannot read {path}: {reason}")
+        try:
+            cfg = cls.config_type.from_json(state["config"])
+        except (TypeError, ValueError) as err:
+            raise cls._error(f"cannot read {path}: {err}") from None
+        return cls(cfg, state)
+
+    @classmethod
+    def _state_error(cls, state: Any) -> str | None:
+        """What makes STATE, as read from the state file, unusable, if anything does: every
+        later step takes its layout for granted."""
+        if not isinstance(state, dict):
+            return "not a JSON object"
+        if "config" not in state:
+            return "no config"
+        keys = {**cls.state_keys, "processes": dict[str, dict], "mounts": list[dict]}
+        for key, hint in keys.items():
+            if key in state and (reason := json_error(state[key], hint, key)):
+                return reason
+        for name, record in state.get("processes", {}).items():
+            for key, hint in cls.record_keys.items():
+                if key not in record:
+                    return f"processes.{name}.{key} is missing"
+                if reason := json_error(record[key], hint, f"processes.{name}.{key}"):
+                    return reason
+            if reason := json_error(record.get("launch"), list[str] | None, "launch"):
+                return f"processes.{name}.{reason}"
+        for i, mount in enumerate(state.get("mounts", [])):
+            for key, hint in _MOUNT_KEYS.items():
+                if key not in mount and key in ("path", "kind"):
+                    return f"mounts[{i}].{key} is missing"
+                if key in mount and (reason := json_error(mount[key], hint, key)):
+                    return f"mounts[{i}].{reason}"
+        return None
 
     def is_up(self) -> bool:
         return self._procs.all_alive()

@@ -70,6 +70,7 @@ class Saio(ProcessCluster):
     state_file = STATE_FILE
     config_type = SaioConfig
     kind = "cluster"
+    state_keys = {"ports": dict[str, int]}
     _error = SaioError
     cfg: SaioConfig
 

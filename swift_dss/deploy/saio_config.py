@@ -10,6 +10,7 @@ from pathlib import Path
 from swift_dss.deploy.cluster_config import ClusterConfig
 from swift_dss.deploy.tempauth import DEFAULT_USERS, tempauth_options
 from swift_dss.policies import policy_path
+from swift_dss.sizes import shown
 from swift_dss.tierctl import TierError, binary
 from swift_dss.tierctl.options import (
     TIER_MODES,
@@ -127,7 +128,7 @@ class SaioConfig(ClusterConfig):
             return
         what = "tier cache size" if self.tier_cache() == self.tier_cache_size else "devices size"
         if not cache_size_bytes(self.tier_cache()):
-            raise SaioError(f"{what} {self.tier_cache()!r} is not a size such as 256MiB")
+            raise SaioError(f"{what} {shown(self.tier_cache())} is not a size such as 256MiB")
         self.tier_policy_file()
         if reason := models_error(self.tier_ssd_model, self.tier_hdd_model):
             raise SaioError(reason)

@@ -40,10 +40,15 @@ def policy_path(name_or_path: str | Path) -> Path:
 
 
 def load_policy(name_or_path: str | Path) -> dict[str, Any]:
-    """Parse a policy file (see :func:`policy_path`) as TOML."""
+    """Parse a policy file (see :func:`policy_path`) as TOML.
+
+    Raises ValueError naming the file when it is not UTF-8 TOML.
+    """
     path = policy_path(name_or_path)
     with path.open("rb") as f:
         try:
             return tomllib.load(f)
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"{path}: {e}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text (byte {e.start})") from None

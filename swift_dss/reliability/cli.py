@@ -202,8 +202,14 @@ def run(
     cluster_dir: Path | None,
 ) -> None:
     """Run every scenario and write OUT/reliability.json; exit 1 on any loss or 5xx."""
-    out.mkdir(parents=True, exist_ok=True)
     own = cluster_dir is None
+    # The cluster this command starts keeps its default replica count; each replica needs
+    # a node of its own.
+    replicas = LocalClusterConfig.replicas
+    if own and nodes < replicas:
+        raise click.BadParameter(
+            f"must be at least {replicas} (one per replica), not {nodes}", param_hint="'--nodes'"
+        )
     try:
         if own:
             cfg = LocalClusterConfig(dir=out / "cluster", nodes=nodes, tier_mode=tier_mode)
@@ -212,7 +218,10 @@ def run(
         else:
             cluster = LocalCluster.load(cluster_dir)
     except Exception as err:
+        if not own:
+            raise click.ClickException(str(err)) from None
         raise click.ClickException(f"cannot start the cluster: {err}") from None
+    out.mkdir(parents=True, exist_ok=True)
     try:
         report = run_all(
             cluster, duration, fuzz, soak_duration=soak_duration, soak_concurrency=soak_concurrency

@@ -191,6 +191,54 @@ def test_bad_policy_files(tmp_path: Path, text: str, message: str) -> None:
         Classifier.load(p)
 
 
+TYPE_SCHEME = '[schemes.a]\nkind = "type"\n'
+SIZE_SCHEME = '[schemes.a]\nkind = "size"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("this is = = not toml", "custom.toml: Expected '='"),
+        ("schemes = 5", "schemes must be a table"),
+        ("[schemes]\na = 5", "schemes.a must be a table, not 5"),
+        ("default_scheme = [1]\n" + SIZE_SCHEME + "buckets = [{class = 1}]", "default_scheme"),
+        (TYPE_SCHEME + "categories = { files = 5 }", "schemes.a.categories.files must be a table"),
+        (TYPE_SCHEME + "categories = 5", "schemes.a.categories must be a table"),
+        (TYPE_SCHEME + "categories = { c = { class = 1, label = 2 } }", "c.label must be a"),
+        (TYPE_SCHEME + "description = 3\ncategories = { c = { class = 1 } }", "a.description"),
+        (TYPE_SCHEME + "fallback = [1]\ncategories = { c = { class = 1 } }", "fallback"),
+        (
+            TYPE_SCHEME + "large_object_threshold = [1]\ncategories = { c = { class = 1 } }",
+            "a.large_object_threshold must be a byte count",
+        ),
+        (SIZE_SCHEME + "buckets = [{max = [4], class = 1}]", r"a.buckets\[0\].max must be"),
+    ],
+)
+def test_malformed_policy_is_a_config_error_naming_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    p = _write(tmp_path, text)
+    with pytest.raises(ClassifierConfigError, match=message):
+        Classifier.load(p)
+
+
+@pytest.mark.parametrize(
+    "text", ["[schemes]\na = 5", "schemes = 5", "[schemes.a]\ndescription = 1"]
+)
+def test_schemes_of_a_malformed_policy(tmp_path: Path, text: str) -> None:
+    with pytest.raises(ClassifierConfigError, match=r"custom\.toml: schemes"):
+        Classifier.schemes(_write(tmp_path, text))
+
+
+def test_policy_that_is_not_text_is_a_config_error(tmp_path: Path) -> None:
+    p = tmp_path / "bin.toml"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ClassifierConfigError, match=r"bin\.toml: not UTF-8"):
+        Classifier.load(p)
+    with pytest.raises(ClassifierConfigError, match=r"bin\.toml: not UTF-8"):
+        Classifier.schemes(p)
+
+
 def test_unknown_scheme() -> None:
     with pytest.raises(ClassifierConfigError, match="type, size"):
         Classifier.load("classifier", "nope")

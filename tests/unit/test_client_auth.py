@@ -155,6 +155,32 @@ def test_bad_options_get_one_line(args: list[str], env: dict[str, str], words: l
         assert w in last, last
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["-A", "http://h:99999/auth/v1.0", "-U", "a:b", "-K", "k"],
+            "invalid URL 'http://h:99999/auth/v1.0': port out of range 0-65535",
+        ),
+        (["-A", "http://[::1/auth", "-U", "a:b", "-K", "k"], "'http://[::1/auth': invalid IPv6"),
+        (
+            ["--os-auth-token", "t", "--os-storage-url", "http://h:abc/v1/A"],
+            "invalid URL 'http://h:abc/v1/A': port 'abc' is not a number",
+        ),
+        (["--os-storage-url", "http://h:\u0663/v1/A"], "is not a number"),
+        (["--os-auth-url", "ftp://k/v3", "-V", "3", "--os-username", "u"], "http or https"),
+        (["-A", "http:///auth/v1.0"], "no host"),
+    ],
+)
+def test_malformed_urls_are_refused_before_any_request(args: list[str], message: str) -> None:
+    r = invoke(*args)
+    assert r.exit_code == 2, r.output
+    last = r.output.strip().splitlines()[-1]
+    assert last.startswith("Error: invalid URL ") and message in last, r.output
+    with pytest.raises(AuthOptionError, match="invalid URL"):
+        login(SwiftAuth(auth="http://h:99999/auth/v1.0", user="a:b", key="k"))
+
+
 def test_from_env_reads_what_the_flags_read() -> None:
     env = {
         "ST_AUTH": "http://h/auth/v1.0",

@@ -235,3 +235,67 @@ def test_reclassify_needs_classes() -> None:
 def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
     r = run("classes", "-A", "http://127.0.0.1:9/auth/v1.0", "c", "o")
     assert_usage_error(r)
+
+
+BAD_POLICIES = [
+    (b"this is = = not toml", "Expected '='"),
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (b'[schemes.t]\nkind="type"\ncategories = { files = 5 }\n', "schemes.t.categories.files"),
+    (b'default_scheme = [1]\n[schemes.t]\nkind="size"\nbuckets=[{class=1}]\n', "default_scheme"),
+]
+
+
+@pytest.mark.parametrize(("data", "words"), BAD_POLICIES)
+def test_malformed_policy_is_one_line_for_classify_and_upload(
+    tmp_path: Path, data: bytes, words: str
+) -> None:
+    policy, f = tmp_path / "bad.toml", tmp_path / "f.txt"
+    policy.write_bytes(data)
+    f.write_text("x")
+    assert_usage_error(run("classify", "--policy", str(policy), str(f)), f"{policy}: ", words)
+    # Refused before any connection: the auth URL leads nowhere.
+    url = "http://127.0.0.1:9/auth/v1.0"
+    r = run("upload", "-A", url, "--auto", "--policy", str(policy), "c", str(f))
+    assert_usage_error(r, f"{policy}: ", words)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["classify", "--scheme", "", "--size", "1", "a.txt"],
+        ["upload", "--auto", "--scheme", "", "c", __file__],
+    ],
+)
+def test_empty_scheme_name_is_refused(args: list[str]) -> None:
+    assert_usage_error(run(*args), "'--scheme'", "empty")
+
+
+@pytest.mark.parametrize(
+    "args", [["classfile", "encode", "--object", "3", "-o", ""], ["download", "-o", "", "c", "o"]]
+)
+def test_empty_output_path_is_refused(args: list[str]) -> None:
+    assert_usage_error(run(*args), "--output", "empty")
+
+
+@pytest.mark.parametrize("command", [["classes"], ["download"], ["reclassify", "--class", "25"]])
+@pytest.mark.parametrize(
+    ("auth", "message"),
+    [
+        (["-A", "http://h:99999/auth/v1.0"], "'http://h:99999/auth/v1.0': port out of range"),
+        (["-A", "http://[::1/auth"], "'http://[::1/auth': invalid IPv6 URL"),
+        (
+            ["--os-auth-token", "t", "--os-storage-url", "http://h:abc/v1/A"],
+            "'http://h:abc/v1/A': port 'abc' is not a number",
+        ),
+    ],
+)
+def test_malformed_url_is_one_line(command: list[str], auth: list[str], message: str) -> None:
+    r = run(command[0], *auth, *command[1:], "c", "o")
+    assert_usage_error(r, f"invalid URL {message}")
+
+
+def test_upload_with_a_malformed_url_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    r = run("upload", "-A", "http://h:99999/auth/v1.0", "c", str(f))
+    assert_usage_error(r, "invalid URL 'http://h:99999/auth/v1.0': port out of range 0-65535")
