@@ -17,7 +17,7 @@ DEBIAN_RUST := cargo-web rustfmt-web
 CARGO_DEB_VERSION := 3.8.0
 TIER_BIN := tier/target/release/dss-tier
 APT_PACKAGES := memcached fuse3 libfuse3-dev pkg-config rsync sqlite3 curl \
-	libcurl4-openssl-dev libssl-dev
+	libcurl4-openssl-dev libssl-dev fio
 RUN_DIR ?= $(CURDIR)/run
 
 .PHONY: setup rust tier deb run demo test lint unit integration tier-test properties bench compat clean
@@ -46,7 +46,9 @@ deb: tier
 	$(CARGO) deb --manifest-path tier/Cargo.toml -p dss-tier --no-build \
 		--output tier/target/debian/
 
-$(STAMP_APT):
+# Rechecked when this file changes (a package added to the list); the Python packages
+# only need the system's to be there first, not reinstalled after it.
+$(STAMP_APT): Makefile
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages: $$missing"; \
@@ -55,7 +57,7 @@ $(STAMP_APT):
 	fi
 	@mkdir -p $(VENV) && touch $@
 
-$(STAMP_PY): pyproject.toml $(STAMP_APT)
+$(STAMP_PY): pyproject.toml | $(STAMP_APT)
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[all,test]'
