@@ -93,7 +93,10 @@ def fio(t: Tier, job: str, *options: str) -> list[dict]:
     path = t.base / "job.fio"
     path.write_text(job.format(size=SIZE))
     command = ["fio", str(path), f"--directory={t.mnt}", "--output-format=json", *options]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    # fio saves its verify state in the working directory: keep it in the test's.
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, check=False, cwd=t.base
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     jobs = json.loads(done.stdout[done.stdout.index("{") :])["jobs"]
     assert [j["jobname"] for j in jobs if j["error"]] == []
