@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP_APT := $(VENV)/.apt-stamp
 STAMP_PY := $(VENV)/.py-stamp
+STAMP_SWIFT_TESTS := $(VENV)/.swift-tests-stamp
+SWIFT_TESTS := $(VENV)/swift-tests
 # The Rust toolchain: the first cargo, of the one on PATH, ~/.cargo/bin's and Debian's, that is
 # at least the tier's rust-version; `make rust` installs Debian's when none is.
 RUST_VERSION := $(firstword $(shell sed -n 's/^rust-version *= *"\(.*\)"/\1/p' \
@@ -22,7 +24,7 @@ RUN_DIR ?= $(CURDIR)/run
 
 .PHONY: setup rust tier deb run demo test lint unit integration tier-test properties bench compat clean
 
-setup: $(STAMP_APT) $(STAMP_PY) tier
+setup: $(STAMP_APT) $(STAMP_PY) $(STAMP_SWIFT_TESTS) tier
 
 rust: $(STAMP_APT)
 	@if [ -z "$(CARGO)" ]; then \
@@ -61,6 +63,22 @@ $(STAMP_PY): pyproject.toml | $(STAMP_APT)
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[all,test]'
+	@touch $@
+
+# Swift's own functional tests, which the wheel leaves out, for
+# tests/integration/test_swift_functional.py: the test/ tree of the installed release's sdist
+# in $(SWIFT_TESTS)/test. Fetched again only when the venv's Swift is another release.
+$(STAMP_SWIFT_TESTS): $(STAMP_PY)
+	@v=$$($(PY) -c 'from importlib.metadata import version; print(version("swift"))') || exit 1; \
+	if [ "$$(cat $(SWIFT_TESTS)/VERSION 2>/dev/null)" != "$$v" ]; then \
+		echo "fetching the functional tests of Swift $$v (its sdist)"; \
+		tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		$(PY) -m pip download -q --no-deps --no-binary :all: -d "$$tmp" "swift==$$v" && \
+		rm -rf $(SWIFT_TESTS) && mkdir -p $(SWIFT_TESTS) && \
+		tar -xzf "$$tmp/swift-$$v.tar.gz" -C $(SWIFT_TESTS) --strip-components=1 --no-same-owner \
+			"swift-$$v/test" && \
+		echo "$$v" > $(SWIFT_TESTS)/VERSION || exit 1; \
+	fi
 	@touch $@
 
 # The main job: the paper's caching (Figs. 7-9) and traffic-control (Figs. 10-11)
