@@ -65,6 +65,10 @@ def test_caching_tiny(tmp_path: Path) -> None:
     report = (out / "report.md").read_text()
     assert report.startswith("# Caching") and "bootstrap over the run's own requests" in report
     assert (out / "fig7.png").exists()
+    # What the experiment writes is what `compare` reads.
+    compared = tmp_path / "compared"
+    invoke(["compare", str(out), str(out), "--label", "a", "--label", "b", "--out", str(compared)])
+    assert any(compared.iterdir())
     # Resumable: a rerun measures nothing again.
     before = (out / "runs" / "dss-10" / "r1" / "entry.json").stat().st_mtime
     invoke(args)
