@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -288,30 +288,13 @@ def workloads() -> None:
 @click.option("--keep", is_flag=True, help="leave the objects in place")
 @max_failures_option
 @click.option("--out", type=OutputDir(), required=True)
-def sweep_cmd(
-    target: Target,
-    parallelism: str,
-    sizes: str,
-    ops: str,
-    repetitions: int,
-    warmup: int,
-    budget: str,
-    max_requests: int,
-    time_cap: float,
-    timeout: float,
-    cls: int | None,
-    container: str,
-    keep: bool,
-    max_failures: int,
-    out: Path,
-) -> None:
+def sweep_cmd(target: Target, max_failures: int, out: Path, **options: Any) -> None:
     from rich.console import Console
 
     from swift_dss.loadgen.sweep import sweep, table
 
     console = Console(stderr=True)
-    cfg = sweep_config(parallelism, sizes, ops, repetitions, warmup, budget, max_requests,
-                       time_cap, timeout, cls, container, keep)  # fmt: skip
+    cfg = sweep_config(**options)
     try:
         doc = sweep(target.endpoint, target.protocol, target.creds, cfg, out,
                     progress=lambda m: console.log(m))  # fmt: skip
