@@ -58,13 +58,25 @@ def build_ring_from_devices(
     builder.get_ring().save(str(path.with_suffix(".ring.gz")))
 
 
+def object_ring_name(policy: int) -> str:
+    """The stem of storage policy POLICY's object ring (Swift's `object`, `object-N`)."""
+    return "object" if policy == 0 else f"object-{policy}"
+
+
 def build_rings(
-    swift_dir: Path, devices: Sequence[str], ports: Mapping[str, int], replicas: int
+    swift_dir: Path,
+    devices: Sequence[str],
+    ports: Mapping[str, int],
+    replicas: int,
+    policies: Sequence[int] = (0,),
 ) -> list[Path]:
-    """Build the account, container and object rings in SWIFT_DIR; PORTS maps ring name to port."""
+    """Build the account and container rings and one object ring per storage policy in
+    POLICIES, in SWIFT_DIR, over the same DEVICES; PORTS maps ring name to port."""
+    names = [(name, name) for name in RING_NAMES if name != "object"]
+    names += [(object_ring_name(policy), "object") for policy in policies]
     paths = []
-    for name in RING_NAMES:
-        path = swift_dir / name
-        build_ring(path, devices, ports[name], replicas)
+    for stem, server in names:
+        path = swift_dir / stem
+        build_ring(path, devices, ports[server], replicas)
         paths.append(path.with_suffix(".ring.gz"))
     return paths

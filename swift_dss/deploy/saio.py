@@ -56,6 +56,8 @@ __all__ = [
 
 STATE_FILE = "saio.json"
 SWIFT_SERVERS = ("account", "container", "object", "proxy")
+#: The storage policies of swift.conf (gold, the default, and silver), one object ring each.
+POLICIES = (0, 1)
 
 
 def device_serves(device: dict[str, Any]) -> bool:
@@ -110,7 +112,7 @@ class Saio(ProcessCluster):
             self._state.save()
         self._write_configs()
         ports = self._state.data["ports"]
-        build_rings(self.dir, devices, ports, self.cfg.replicas)
+        build_rings(self.dir, devices, ports, self.cfg.replicas, POLICIES)
 
     def _refuse_if_running(self) -> None:
         if not self._state.exists():

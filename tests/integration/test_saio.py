@@ -73,7 +73,10 @@ def test_swift_config_is_the_clusters_own(cluster: Saio) -> None:
     assert "network_chunk_size" not in object_conf
     conn = swiftclient.Connection(cluster.auth_url, cluster.user, cluster.key)
     # The policy name comes from DIR/swift.conf, not Swift's default "Policy-0".
-    assert [p["name"] for p in conn.get_capabilities()["swift"]["policies"]] == ["gold"]
+    info = conn.get_capabilities()
+    assert [p["name"] for p in info["swift"]["policies"]] == ["gold", "silver"]
+    # Both kinds of versioning are on, as in Swift's own all-in-one.
+    assert "versioned_writes" in info and "object_versioning" in info
 
 
 def test_swift_put_get(cluster: Saio) -> None:

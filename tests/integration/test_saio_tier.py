@@ -120,6 +120,28 @@ def test_put_classes_reach_the_tier(cluster: Saio, swift: Swift) -> None:
         assert grown >= 2 * size, (cls, grown)
 
 
+def test_classes_reach_the_tier_under_the_second_storage_policy(
+    cluster: Saio, swift: Swift
+) -> None:
+    made = swift.request("PUT", "c-silver", headers={"X-Storage-Policy": "silver"})
+    assert made.status_code == 201
+    assert swift.request("HEAD", "c-silver").headers["X-Storage-Policy"] == "silver"
+    body = payload(SIZE, seed=1)
+    with recorded(cluster.record_log) as io:
+        resp = swift.request("PUT", "c-silver/o", data=body, headers={"X-DSS-Object-Class": "27"})
+        assert resp.status_code == 201
+    # Both replicas went through dssio with the class, into policy 1's temporary files,
+    # and were committed to its object directory.
+    writes = [e for e in io if e.op == "write" and e.cls == 27]
+    assert writes and all("/tmp-1/" in e.path for e in writes)
+    assert len({e.path.split("/tmp-1/")[0] for e in writes}) == 2
+    for device in ("d1", "d2"):
+        assert list((cluster.dir / "devices" / device / "objects-1").rglob("*.data"))
+    got = swift.request("GET", "c-silver/o")
+    assert got.status_code == 200 and got.content == body
+    assert got.headers["X-DSS-Object-Class"] == "27"
+
+
 def test_container_databases_get_the_policys_default_class(cluster: Saio, swift: Swift) -> None:
     rules = load_policy("reference")["classify"]["name"]
     db_class = next(r["class"] for r in rules if ".db" in r["suffix"])

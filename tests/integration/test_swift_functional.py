@@ -12,6 +12,7 @@ not configure, such as legacy X-Versions-Location versioning), and must fail ali
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,8 +33,7 @@ from .swift_functional import (
 
 pytestmark = pytest.mark.integration
 
-#: About 3.5 min for both clusters at once on two cores. Left out for time:
-#: test/functional/tests.py (216 more tests, 2.7 min a cluster by itself).
+#: About 3.5 min for both clusters at once on two cores.
 MODULES = [
     "test/functional/test_account.py",
     "test/functional/test_container.py",
@@ -54,13 +54,19 @@ MODULES = [
     "test/functional/s3api/test_service.py",
     "test/functional/s3api/test_versioning.py",
 ]
+#: Left out of `make test` for time (216 more tests, about 3 more minutes): run with
+#: DSS_SWIFT_FUNCTIONAL_ALL=1 in the environment.
+LONG_MODULES = ["test/functional/tests.py"]
+if os.environ.get("DSS_SWIFT_FUNCTIONAL_ALL") == "1":
+    MODULES += LONG_MODULES
 #: Fewer passing on stock Swift means the runs themselves broke (a config the tests could
-#: not use, an import that failed), which two empty runs would hide by agreeing. 684 pass
-#: with boto 2, 558 without (Python 3.12 and later).
+#: not use, an import that failed), which two empty runs would hide by agreeing. 775 pass
+#: with boto 2; without it (Python 3.12 and later) about 126 of them skip.
 MIN_PASSED = 500
-#: Tests failing on stock Swift too: 3 here (legacy versioning, which the cluster does not
-#: enable, under test_object_versioning). A few more may come with a new Swift release; many
-#: more means the setup is wrong and hides what dss does.
+#: Tests failing on stock Swift too: none of the default modules here; tests.py's 2
+#: content-type tests, which follow its file size limit test (that asks the one device to
+#: fallocate 5 GiB, gets 507 and error-limits the node for a minute). A few more may come
+#: with a new Swift release; many more means the setup is wrong and hides what dss does.
 MAX_ENVIRONMENT_LIMITS = 10
 #: What the project's own filters add to /info; the rest must be the same on both.
 PROJECT_INFO = {"dss", "s3_storage_class", "put_timing"}
