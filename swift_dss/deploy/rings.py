@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from configparser import ConfigParser
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,20 @@ def build_ring_from_devices(
 
 
 def object_ring_name(policy: int) -> str:
-    """The stem of storage policy POLICY's object ring (Swift's `object`, `object-N`)."""
+    """The stem of storage policy POLICY's object ring (Swift's `object`, `object-N`).
+    Swift's own helper looks the index up in the policies its process loaded from
+    /etc/swift, which are not the cluster's."""
     return "object" if policy == 0 else f"object-{policy}"
+
+
+def storage_policies(swift_conf: Path) -> list[int]:
+    """The index of every storage policy SWIFT_CONF declares (its `storage-policy:N`
+    sections), read without importing Swift's policy module, which would load the host's
+    /etc/swift/swift.conf into this process."""
+    parser = ConfigParser(strict=False, interpolation=None)
+    parser.read(swift_conf)
+    prefix = "storage-policy:"
+    return [int(s.removeprefix(prefix)) for s in parser.sections() if s.startswith(prefix)]
 
 
 def build_rings(

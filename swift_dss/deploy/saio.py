@@ -26,7 +26,7 @@ from swift_dss.deploy.devices import device_names, provision_devices, release_de
 from swift_dss.deploy.object_tuning import object_options
 from swift_dss.deploy.probes import free_ports, http, port_in_use, tcp_answers
 from swift_dss.deploy.process_cluster import ProcessCluster
-from swift_dss.deploy.rings import build_rings
+from swift_dss.deploy.rings import build_rings, storage_policies
 from swift_dss.deploy.saio_config import (
     DEFAULT_CACHE_SIZE,
     TIER_MODES,
@@ -56,8 +56,6 @@ __all__ = [
 
 STATE_FILE = "saio.json"
 SWIFT_SERVERS = ("account", "container", "object", "proxy")
-#: The storage policies of swift.conf (gold, the default, and silver), one object ring each.
-POLICIES = (0, 1)
 
 
 def device_serves(device: dict[str, Any]) -> bool:
@@ -112,7 +110,8 @@ class Saio(ProcessCluster):
             self._state.save()
         self._write_configs()
         ports = self._state.data["ports"]
-        build_rings(self.dir, devices, ports, self.cfg.replicas, POLICIES)
+        policies = storage_policies(self.dir / "swift.conf")
+        build_rings(self.dir, devices, ports, self.cfg.replicas, policies)
 
     def _refuse_if_running(self) -> None:
         if not self._state.exists():

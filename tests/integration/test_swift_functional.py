@@ -33,7 +33,7 @@ from .swift_functional import (
 
 pytestmark = pytest.mark.integration
 
-#: About 3.5 min for both clusters at once on two cores.
+#: About 4 min for both clusters at once on two cores.
 MODULES = [
     "test/functional/test_account.py",
     "test/functional/test_container.py",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from swift.common.ring import RingData
 
-from swift_dss.deploy.rings import build_rings, object_ring_name
+from swift_dss.deploy.rings import build_rings, object_ring_name, storage_policies
+from swift_dss.deploy.swift_config import render
 
 PORTS = {"account": 6012, "container": 6011, "object": 6010}
 
@@ -47,3 +48,9 @@ def test_default_is_policy_zero_only(tmp_path: Path) -> None:
 def test_more_replicas_than_devices_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="2 replicas need at least 2 devices"):
         build_rings(tmp_path, ["d1"], PORTS, 2, policies=(0, 1))
+
+
+def test_the_clusters_swift_conf_names_the_policies_rings_are_built_for(tmp_path: Path) -> None:
+    conf = tmp_path / "swift.conf"
+    render("swift.conf", conf, {"hash_prefix": "p", "hash_suffix": "s"})
+    assert storage_policies(conf) == [0, 1]
