@@ -136,8 +136,9 @@ class TestbedSettings:
     #: paper's hardware, and seeks, per-operation latencies and CPU keep their share.
     rate_scale: float = 1.0
     #: Each link's queue, in the emulated testbed's milliseconds (tc's tbf `latency`, times
-    #: K on the veths): how long a saturated link's queue grows before it drops.
-    link_queue_ms: float = 10.0
+    #: K on the veths): how long a saturated link's queue grows before it drops. 3 ms is
+    #: 375 KB at 1 Gbit/s, a commodity switch port's buffer of the paper's time.
+    link_queue_ms: float = 3.0
     #: The smallest token bucket of each link's tbf (swift_dss.testbed.shaping's
     #: MIN_BURSTS): "frames", a few Ethernet frames, so that the queue above is nearly all
     #: a full queue holds; "gso", 128 KiB, which at the scaled rates holds as long again.

@@ -28,8 +28,8 @@ Why tbf with these numbers (no netem here, so rates only):
     none is split; it is 10.5 ms by itself at 100 Mbit/s, twice a 10 ms queue. Records
     made before the burst was a setting were measured with it.
 - latency: the queue holds this long of the rate beyond the burst, then drops. A testbed
-  sets it as the emulated link's queue times K (TestbedSettings.link_queue_ms, 10 ms by
-  default: 20 ms at the caching experiment's K = 2), so that it holds the bytes the
+  sets it as the emulated link's queue times K (TestbedSettings.link_queue_ms, 3 ms by
+  default: 6 ms at the caching experiment's K = 2), so that it holds the bytes the
   emulated queue would. TCP between namespaces has an RTT of tens of microseconds, so a
   few milliseconds of queue keep the link busy.
 """

@@ -668,10 +668,13 @@ def test_a_kept_run_without_a_recorded_queue_had_twenty_real_milliseconds(
         return {"testbed": tb}
 
     where = tmp_path / "entry.json"
-    # 20 ms of real queue is 10 emulated ms at K = 2 (today's default) and 5 at K = 4.
-    check_kept(unrecorded(2), Testbed("netns", TestbedSettings(dilation=2)), where)
-    check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4, link_queue_ms=5)), where)
-    with pytest.raises(ExperimentError, match=r"link_queue_ms 5.0 \(now 10.0\)"):
+    # 20 ms of real queue is 10 emulated ms at K = 2 and 5 at K = 4; today's default is 3.
+    at = {k: Testbed("netns", TestbedSettings(dilation=k, link_queue_ms=20 / k)) for k in (2, 4)}
+    check_kept(unrecorded(2), at[2], where)
+    check_kept(unrecorded(4), at[4], where)
+    with pytest.raises(ExperimentError, match=r"link_queue_ms 10.0 \(now 3.0\)"):
+        check_kept(unrecorded(2), Testbed("netns", TestbedSettings(dilation=2)), where)
+    with pytest.raises(ExperimentError, match=r"link_queue_ms 5.0 \(now 3.0\)"):
         check_kept(unrecorded(4), Testbed("netns", TestbedSettings(dilation=4)), where)
 
 
@@ -861,14 +864,14 @@ def test_the_report_gives_the_clients_idle_limit_before_dilation() -> None:
     }
     text = "\n".join(setup_lines(setup))
     assert "the client's idle limit per request 60 s (no byte moved)" in text
-    assert "every link shaped with tc, a queue of 10 ms each; TCP cubic)" in text
+    assert "every link shaped with tc, a queue of 3 ms each; TCP cubic)" in text
     setup["testbed"]["settings"]["tcp_congestion"] = ""  # type: ignore[index]
     text = "\n".join(setup_lines(setup))
-    assert "every link shaped with tc, a queue of 10 ms each; TCP the host's default)" in text
+    assert "every link shaped with tc, a queue of 3 ms each; TCP the host's default)" in text
     setup["tcp"] = ["bbr"]
-    assert "a queue of 10 ms each; TCP bbr (the host's default))" in "\n".join(setup_lines(setup))
+    assert "a queue of 3 ms each; TCP bbr (the host's default))" in "\n".join(setup_lines(setup))
     setup["testbed"]["settings"]["tcp_congestion"] = "cubic"  # type: ignore[index]
-    assert "a queue of 10 ms each; TCP cubic)" in "\n".join(setup_lines(setup))
+    assert "a queue of 3 ms each; TCP cubic)" in "\n".join(setup_lines(setup))
 
 
 def test_the_report_counts_each_configurations_repeats() -> None:

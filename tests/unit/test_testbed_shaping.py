@@ -87,7 +87,7 @@ def test_topology_of_the_paper_dilated() -> None:
 def test_the_links_queue_is_the_emulated_ones_dilated() -> None:
     net = Network("abc123")
     default = net.testbed_links(TestbedSettings(dilation=2), 1)
-    assert {x.queue_ms for x in default} == {20}
+    assert {x.queue_ms for x in default} == {6}
     longer = net.testbed_links(TestbedSettings(dilation=4, link_queue_ms=50), 1)
     assert {x.queue_ms for x in longer} == {200}
     into, out = shaping.commands(longer[-1])
@@ -106,16 +106,18 @@ def test_a_full_queue_holds_the_set_queue_plus_the_burst() -> None:
     # In emulated time the large burst's share does not depend on K, only on the scaled
     # rate; the small one is at most a millisecond of the real rate, 1/K ms emulated.
     for k in (2, 8):
-        gso = TestbedSettings(dilation=k, rate_scale=0.1, link_burst="gso")
+        gso = TestbedSettings(dilation=k, rate_scale=0.1, link_burst="gso", link_queue_ms=10)
         assert gso.full_link_queue_ms("s1") == pytest.approx(20.49, abs=0.01)
         assert gso.full_link_queue_ms("client") == pytest.approx(11.05, abs=0.01)
-        frames = TestbedSettings(dilation=k, rate_scale=0.1)
+        frames = TestbedSettings(dilation=k, rate_scale=0.1, link_queue_ms=10)
         assert frames.full_link_queue_ms("s1") == pytest.approx(10.5, abs=0.01)
         assert 10 < frames.full_link_queue_ms("client") <= 10.5
-    assert TestbedSettings(dilation=4).full_link_queue_ms("s1") == pytest.approx(10.25)
+    assert TestbedSettings(dilation=4, link_queue_ms=10).full_link_queue_ms("s1") == pytest.approx(
+        10.25
+    )
     # The reports say so; a run that recorded no queue setting gets no line, and one that
     # recorded no burst had the large one.
-    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1))
+    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1, link_queue_ms=10))
     (line,) = queue_lines(settings)
     assert "holds 10.5 ms" in line and "10.1 on the client's" in line and "frames" in line
     del settings["link_burst"]
@@ -283,7 +285,7 @@ def test_tcps_minimum_rto_is_dilated_or_left_to_the_kernel() -> None:
         with pytest.raises(TestbedError, match="tcp_rto_min_ms must be 0"):
             TestbedSettings(tcp_rto_min_ms=bad).validate()  # type: ignore[arg-type]
     # The reports say which: a run from before the setting had the kernel's.
-    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1))
+    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1, link_queue_ms=10))
     (line,) = queue_lines(settings)
     assert "200 ms of emulated time (1600 ms real)" in line
     del settings["tcp_rto_min_ms"]
