@@ -140,8 +140,9 @@ class TestbedSettings:
     #: 375 KB at 1 Gbit/s, a commodity switch port's buffer of the paper's time.
     link_queue_ms: float = 3.0
     #: The smallest token bucket of each link's tbf (swift_dss.testbed.shaping's
-    #: MIN_BURSTS): "frames", a few Ethernet frames, so that the queue above is nearly all
-    #: a full queue holds; "gso", 128 KiB, which at the scaled rates holds as long again.
+    #: MIN_BURSTS): "frames", a few Ethernet frames, so that the queue above is most of
+    #: what a full queue holds; "gso", 128 KiB, which at the scaled rates holds more than
+    #: the default queue itself.
     link_burst: str = DEFAULT_BURST
     #: Every node's TCP congestion control (swift_dss.testbed.congestion): the paper's
     #: CUBIC; empty: the host's default, whatever that is.

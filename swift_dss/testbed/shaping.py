@@ -25,7 +25,7 @@ Why tbf with these numbers (no netem here, so rates only):
     frames in software, which at the testbed's scaled rates (tens of MB/s) costs the
     bridge little, and charges the overhead above per frame, as the wire does.
   - "gso": 128 KiB, one whole 64 KiB offloaded packet with headroom for a second, so that
-    none is split; it is 10.5 ms by itself at 100 Mbit/s, twice a 10 ms queue. Records
+    none is split; it is 10.5 ms by itself at 100 Mbit/s, over three default queues. Records
     made before the burst was a setting were measured with it.
 - latency: the queue holds this long of the rate beyond the burst, then drops. A testbed
   sets it as the emulated link's queue times K (TestbedSettings.link_queue_ms, 3 ms by

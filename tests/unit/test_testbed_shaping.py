@@ -285,7 +285,7 @@ def test_tcps_minimum_rto_is_dilated_or_left_to_the_kernel() -> None:
         with pytest.raises(TestbedError, match="tcp_rto_min_ms must be 0"):
             TestbedSettings(tcp_rto_min_ms=bad).validate()  # type: ignore[arg-type]
     # The reports say which: a run from before the setting had the kernel's.
-    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1, link_queue_ms=10))
+    settings = dataclasses.asdict(TestbedSettings(dilation=8, rate_scale=0.1))
     (line,) = queue_lines(settings)
     assert "200 ms of emulated time (1600 ms real)" in line
     del settings["tcp_rto_min_ms"]
