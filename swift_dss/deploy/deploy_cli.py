@@ -139,7 +139,8 @@ def local_cluster() -> None:
 @click.option(
     "--link-queue-ms",
     type=float,
-    help="[testbed] Each link's queue, in emulated milliseconds (times K on the veths).  [10]",
+    help="[testbed] Each link's queue, in emulated milliseconds (times K on the veths).  "
+    f"[{TestbedSettings.link_queue_ms:g}]",
 )
 @click.option(
     "--link-burst",
@@ -154,6 +155,12 @@ def local_cluster() -> None:
     "--tcp-rto-min-ms",
     type=float,
     help="[testbed] TCP's minimum RTO, emulated ms (times K); 0: the kernel's.  [200]",
+)
+@click.option(
+    "--conn-timeout",
+    type=float,
+    help="[testbed] Swift's conn_timeout, emulated seconds (times K).  "
+    f"[{TestbedSettings.conn_timeout:g}, the paper's]",
 )
 @click.option(
     "--error-limit",

@@ -31,6 +31,7 @@ SETTINGS = (
     "link_burst",
     "tcp_congestion",
     "tcp_rto_min_ms",
+    "conn_timeout",
     "error_limit",
 )
 
@@ -52,7 +53,8 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             raise click.BadParameter(
                 "--dilation, --rate-scale, the link rates, --ssd-model, --hdd-model, "
                 "--meta-memory, --meta-writes, --link-queue-ms, --link-burst, --tcp-congestion, "
-                "--tcp-rto-min-ms and --error-limit are the emulated testbed's (netns)"
+                "--tcp-rto-min-ms, --conn-timeout and --error-limit are the emulated testbed's "
+                "(netns)"
             )
         settings = None
         if kind == "netns":
@@ -142,6 +144,16 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
             help="the proxy's error_suppression_limit: a node with more errors than this "
             "within error_suppression_interval is left out for that interval; a large "
             f"value leaves none out  [default: Swift's {TestbedSettings.error_limit}]",
+        ),
+        click.option(
+            "--conn-timeout",
+            type=float,
+            default=None,
+            help="Swift's conn_timeout (proxy and object servers), in emulated seconds "
+            "(times K): how long the proxy waits for a storage node to accept a connection "
+            "or answer Expect: 100-continue before it tries another; below TCP's 1 s SYN "
+            "retransmission, one lost SYN costs a request that node  "
+            f"[default: {TestbedSettings.conn_timeout:g}, the paper's]",
         ),
         click.option(
             "--tcp-congestion",

@@ -531,6 +531,10 @@ def test_an_unknown_variant_is_a_cli_error(tmp_path: Path) -> None:
         (["--testbed", "saio", "--error-limit", "100"], "are the emulated testbed's"),
         (["--error-limit", "-1"], "error_limit must be an integer from 0 to 1000000000"),
         (["--error-limit", "many"], "'many' is not a valid integer"),
+        (["--testbed", "saio", "--conn-timeout", "2"], "are the emulated testbed's"),
+        (["--conn-timeout", "0"], "conn_timeout must be more than 0 and at most 3600 seconds"),
+        (["--conn-timeout", "nan"], "conn_timeout must be more than 0 and at most 3600"),
+        (["--conn-timeout", "soon"], "'soon' is not a valid float"),
         (["--storage-rate", "fast"], "link rate 'fast' is not a number with a unit"),
         (["--testbed", "saio", "--proxy-rate", "1gbit"], "are the emulated testbed's"),
         (["--meta-writes", "lazy"], "'lazy' is not one of 'sync', 'buffered'"),
@@ -729,6 +733,29 @@ def test_a_kept_run_without_a_recorded_error_limit_had_swifts(tmp_path: Path) ->
     lifted = Testbed("netns", TestbedSettings(dilation=2, error_limit=10**9))
     with pytest.raises(ExperimentError, match=r"error_limit 10 \(now 1000000000\)"):
         check_kept({"testbed": tb}, lifted, where)
+
+
+def test_the_connect_timeout_is_recorded_dilated_and_kept_runs_keep_theirs(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from swift_dss.experiment.cli import experiment
+    from swift_dss.experiment.cluster import ExperimentError
+    from swift_dss.experiment.targets import Testbed, check_kept
+    from swift_dss.testbed.settings import TestbedSettings
+
+    args = ["caching", "--out", str(tmp_path), "--report-only", "--count-scale", "0.0005"]
+    result = CliRunner().invoke(experiment, [*args, "--dilation", "4", "--conn-timeout", "1.5"])
+    assert result.exit_code == 0, result.output
+    recorded = json.loads((tmp_path / "setup.json").read_text())["testbed"]
+    assert recorded["settings"]["conn_timeout"] == 1.5
+    settings = TestbedSettings(**recorded["settings"])
+    assert settings.proxy_options()["conn_timeout"] == "6"
+    assert settings.object_options()["conn_timeout"] == "6"
+    where = tmp_path / "entry.json"
+    with pytest.raises(ExperimentError, match=r"conn_timeout 1.5 \(now 0.5\)"):
+        check_kept({"testbed": recorded}, Testbed("netns", TestbedSettings(dilation=4)), where)
 
 
 def test_a_kept_run_on_another_hosts_congestion_control_is_refused(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from swift_dss.experiment import testbed_options as options
@@ -54,3 +55,29 @@ def test_buffered_metadata_writes_reach_each_tier_mount(tmp_path: Path) -> None:
     cfg = LocalClusterConfig(dir=tmp_path, tier_mode="dss", testbed=s)
     args = cfg.tier_config().tier_options().args()
     assert args[args.index("--meta-writes") + 1] == "buffered"
+
+
+def test_the_connect_timeout_reaches_the_settings() -> None:
+    s = settings_from(["--conn-timeout", "2"])
+    assert s.conn_timeout == 2.0
+    assert s.proxy_options()["conn_timeout"] == f"{2 * s.dilation:g}"
+    assert settings_from([]).conn_timeout == TestbedSettings.conn_timeout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--conn-timeout", "2"], 2, "--conn-timeout is a testbed setting: add --testbed"),
+        (["--testbed", "--conn-timeout", "-1"], 1, "conn_timeout must be more than 0"),
+        (["--testbed", "--conn-timeout", "4000"], 1, "at most 3600 seconds"),
+    ],
+)
+def test_the_clusters_bad_connect_timeout_is_refused_before_anything_starts(
+    tmp_path: Path, args: list[str], code: int, says: str
+) -> None:
+    from swift_dss.deploy.deploy_cli import deploy
+
+    cluster = tmp_path / "c"
+    result = CliRunner().invoke(deploy, ["local-cluster", "up", "--dir", str(cluster), *args])
+    assert result.exit_code == code and says in result.output, result.output
+    assert not cluster.exists()
