@@ -34,6 +34,14 @@ SETTINGS = (
     "conn_timeout",
     "error_limit",
 )
+#: The options a saio run refuses, named from SETTINGS so that a new setting joins them.
+_NETNS_FLAGS = [
+    "--dilation",
+    "--rate-scale",
+    "the link rates",
+    *(f"--{m.replace('_', '-')}" for m in SETTINGS if not m.endswith("_rate")),
+]
+NETNS_ONLY = ", ".join(_NETNS_FLAGS[:-1]) + f" and {_NETNS_FLAGS[-1]}"
 
 
 def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
@@ -50,12 +58,7 @@ def testbed_options(f: Any, defaults: TestbedDefaults) -> Any:
         given = {m: kwargs.pop(m) for m in SETTINGS}
         given = {m: value for m, value in given.items() if value is not None}
         if kind == "saio" and (k is not None or rate_scale is not None or given):
-            raise click.BadParameter(
-                "--dilation, --rate-scale, the link rates, --ssd-model, --hdd-model, "
-                "--meta-memory, --meta-writes, --link-queue-ms, --link-burst, --tcp-congestion, "
-                "--tcp-rto-min-ms, --conn-timeout and --error-limit are the emulated testbed's "
-                "(netns)"
-            )
+            raise click.BadParameter(f"{NETNS_ONLY} are the emulated testbed's (netns)")
         settings = None
         if kind == "netns":
             scale_args = kwargs["scale_args"]
